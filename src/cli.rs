@@ -1,0 +1,132 @@
+//! Command-line interface (clap derive). `main.rs` dispatches on it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "vramwatch",
+    version,
+    about = "A terminal dashboard for NVIDIA GPUs that puts memory first",
+    long_about = "A terminal dashboard for NVIDIA GPUs that puts memory first: who holds GPU \
+memory, how it moves, where the peaks are and when it will run out.\n\n\
+Without a subcommand it opens the dashboard. `--demo` runs everything on simulated GPUs."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub source: SourceArgs,
+
+    #[command(flatten)]
+    pub ui: UiArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Where the figures come from.
+#[derive(Debug, Clone, Args, Default)]
+pub struct SourceArgs {
+    /// Use simulated GPUs instead of NVML. SCENARIO: demo (default), training,
+    /// leak, inference, idle, crowded.
+    #[arg(long, value_name = "SCENARIO", num_args = 0..=1, default_missing_value = "demo", global = true)]
+    pub demo: Option<String>,
+
+    /// Seed of the simulated scenario.
+    #[arg(long, default_value_t = 1, global = true, hide_short_help = true)]
+    pub seed: u64,
+
+    /// Config file (default: the platform config dir's vramwatch/config.toml).
+    #[arg(long, value_name = "PATH", global = true)]
+    pub config: Option<PathBuf>,
+
+    /// Display and sampling interval, e.g. 1s, 500ms (minimum 100ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval, global = true)]
+    pub interval: Option<Duration>,
+}
+
+/// Dashboard options.
+#[derive(Debug, Clone, Args, Default)]
+pub struct UiArgs {
+    /// Colour depth: auto reads COLORTERM and TERM; NO_COLOR turns colour off.
+    #[arg(long, value_enum, value_name = "DEPTH")]
+    pub color: Option<ColorArg>,
+
+    /// Disable terminate/kill actions.
+    #[arg(long)]
+    pub read_only: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    #[value(name = "16")]
+    Ansi16,
+    #[value(name = "256")]
+    Ansi256,
+    Truecolor,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print one sample as a table (memory first) or JSON, then exit.
+    Snapshot {
+        /// Print JSON (schema: docs/snapshot-json.md).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Parses an interval like `1s`, `250ms`, `2m`; at least 100 ms.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(100) {
+        return Err(format!(
+            "`{s}` is shorter than the minimum interval of 100ms"
+        ));
+    }
+    Ok(d)
+}
+
+/// Parses a duration like `90s`, `10m`, `1h30m`, `500ms`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 500ms, 1s, 10m, 2h"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn demo_takes_an_optional_scenario() {
+        let c = Cli::try_parse_from(["vramwatch", "--demo"]).unwrap();
+        assert_eq!(c.source.demo.as_deref(), Some("demo"));
+        let c = Cli::try_parse_from(["vramwatch", "--demo", "leak"]).unwrap();
+        assert_eq!(c.source.demo.as_deref(), Some("leak"));
+        let c = Cli::try_parse_from(["vramwatch", "snapshot", "--demo", "--json"]).unwrap();
+        assert_eq!(c.source.demo.as_deref(), Some("demo"));
+        assert!(matches!(c.command, Some(Command::Snapshot { json: true })));
+        let c = Cli::try_parse_from(["vramwatch"]).unwrap();
+        assert!(c.source.demo.is_none() && c.command.is_none());
+    }
+
+    #[test]
+    fn intervals_have_a_floor() {
+        assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_interval("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_interval("50ms").unwrap_err().contains("minimum"));
+        assert!(
+            parse_interval("soon")
+                .unwrap_err()
+                .contains("not a duration")
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! What each subcommand does, one module each; `main.rs` only dispatches.
+
+pub mod snapshot;

@@ -1,0 +1,295 @@
+//! Host facts about GPU processes: user, command line, CPU %, RSS, start
+//! time (sysinfo), and the container they run in with their PID inside it
+//! (`/proc/<pid>/cgroup`, `NSpid` in `/proc/<pid>/status`). Every string is
+//! sanitised: it comes from another user's process.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Users};
+
+use crate::model::{Millis, ProcSample};
+use crate::sanitize;
+use crate::source::HostFacts;
+
+/// This machine's host name, sanitised; "localhost" when unknown.
+pub fn hostname() -> String {
+    System::host_name()
+        .ok()
+        .map(|h| sanitize::clean_capped(&h, 64))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// The user running vramwatch.
+pub fn current_user() -> String {
+    let uid = nix::unistd::Uid::effective();
+    nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| uid.to_string())
+}
+
+/// The container a process runs in, from the text of `/proc/<pid>/cgroup`:
+/// Docker, containerd/CRI (Kubernetes), Podman/libpod and LXC layouts.
+/// Returns a short (12-character) id or the LXC name.
+pub fn container_from_cgroup(text: &str) -> Option<String> {
+    for line in text.lines() {
+        // "hierarchy-ID:controllers:path"
+        let path = line.splitn(3, ':').nth(2).unwrap_or("");
+        for seg in path.split('/').rev() {
+            let seg = seg.strip_suffix(".scope").unwrap_or(seg);
+            for prefix in ["docker-", "cri-containerd-", "crio-", "libpod-", ""] {
+                if let Some(id) = seg.strip_prefix(prefix)
+                    && id.len() == 64
+                    && id.bytes().all(|b| b.is_ascii_hexdigit())
+                {
+                    return Some(id[..12].to_owned());
+                }
+            }
+        }
+        if let Some(rest) = path
+            .strip_prefix("/lxc.payload.")
+            .or(path.strip_prefix("/lxc/"))
+        {
+            let name = rest.split('/').next().unwrap_or("");
+            if !name.is_empty() {
+                return Some(sanitize::clean_capped(name, 32));
+            }
+        }
+    }
+    None
+}
+
+/// The PID in the innermost namespace, from `/proc/<pid>/status`'s `NSpid`
+/// line, when it differs from the host PID (the process is in a container).
+pub fn ns_pid_from_status(text: &str) -> Option<u32> {
+    let line = text.lines().find(|l| l.starts_with("NSpid:"))?;
+    let pids: Vec<u32> = line["NSpid:".len()..]
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    match pids.as_slice() {
+        [first, .., last] if first != last => Some(*last),
+        _ => None,
+    }
+}
+
+/// Static facts of one process, kept while its start time stays the same.
+#[derive(Clone, Debug)]
+struct Known {
+    start_time: u64,
+    user: Option<Arc<str>>,
+    name: Arc<str>,
+    command: Arc<str>,
+    container: Option<Arc<str>>,
+    ns_pid: Option<u32>,
+}
+
+/// Host facts from /proc through sysinfo, with per-process caching.
+pub struct ProcHost {
+    system: Option<System>,
+    users: Option<Users>,
+    known: HashMap<u32, Known>,
+}
+
+impl Default for ProcHost {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProcHost {
+    pub fn new() -> ProcHost {
+        ProcHost {
+            system: System::new().ok(),
+            users: Users::new_with_refreshed_list().ok(),
+            known: HashMap::new(),
+        }
+    }
+
+    fn user_name(&mut self, uid: &sysinfo::Uid) -> Option<Arc<str>> {
+        let find = |users: &Users| users.get_user_by_id(uid).map(|u| u.name().to_owned());
+        let mut name = self.users.as_ref().and_then(find);
+        if name.is_none() {
+            // A user created since start: refresh once.
+            if let Ok(u) = Users::new_with_refreshed_list() {
+                name = find(&u);
+                self.users = Some(u);
+            }
+        }
+        Some(sanitize::clean_capped(&name.unwrap_or_else(|| uid.to_string()), 32).into())
+    }
+
+    /// Refreshes CPU, memory (and once, command and user) of these PIDs.
+    fn refresh(&mut self, pids: &[u32]) -> Vec<Pid> {
+        let mut pids: Vec<Pid> = pids.iter().map(|p| Pid::from_u32(*p)).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        if let Some(system) = self.system.as_mut() {
+            system.refresh_processes_specifics(
+                ProcessesToUpdate::Some(&pids),
+                true,
+                ProcessRefreshKind::nothing()
+                    .with_cpu()
+                    .with_memory()
+                    .with_cmd(UpdateKind::OnlyIfNotSet)
+                    .with_user(UpdateKind::OnlyIfNotSet),
+            );
+        }
+        pids
+    }
+}
+
+impl HostFacts for ProcHost {
+    fn prime(&mut self, pids: &[u32]) -> bool {
+        self.refresh(pids);
+        self.system.is_some()
+    }
+
+    fn enrich(&mut self, _t_ms: Millis, procs: &mut [ProcSample]) {
+        let all: Vec<u32> = procs.iter().map(|p| p.pid).collect();
+        let pids = self.refresh(&all);
+        // Forget processes no GPU lists any more.
+        self.known
+            .retain(|pid, _| pids.contains(&Pid::from_u32(*pid)));
+        for p in procs.iter_mut() {
+            let Some(sp) = self
+                .system
+                .as_ref()
+                .and_then(|s| s.process(Pid::from_u32(p.pid)))
+            else {
+                continue;
+            };
+            let start_time = sp.start_time();
+            let cpu = sp.cpu_usage();
+            let rss = sp.memory();
+            let uid = sp.user_id().cloned();
+            let stale = self
+                .known
+                .get(&p.pid)
+                .is_none_or(|k| k.start_time != start_time);
+            if stale {
+                let name = sanitize::clean_capped(&sp.name().to_string_lossy(), 64);
+                let command = sanitize::command_line(sp.cmd().iter().map(|a| a.to_string_lossy()));
+                let user = match uid {
+                    Some(u) => self.user_name(&u),
+                    None => None,
+                };
+                let read = |f: &str| std::fs::read_to_string(format!("/proc/{}/{f}", p.pid)).ok();
+                let known = Known {
+                    start_time,
+                    user,
+                    name: name.clone().into(),
+                    command: if command.is_empty() { name } else { command }.into(),
+                    container: read("cgroup")
+                        .as_deref()
+                        .and_then(container_from_cgroup)
+                        .map(Into::into),
+                    ns_pid: read("status").as_deref().and_then(ns_pid_from_status),
+                };
+                self.known.insert(p.pid, known);
+            }
+            if let Some(k) = self.known.get(&p.pid) {
+                p.start_time = k.start_time;
+                p.user = k.user.clone();
+                p.name = Some(k.name.clone());
+                p.command = Some(k.command.clone());
+                p.container = k.container.clone();
+                p.ns_pid = k.ns_pid;
+                p.cpu_pct = Some(cpu);
+                p.rss = Some(rss);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "4f1c2a91d0be8e2f6f6d0c7a0e3b9b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a";
+
+    #[test]
+    fn docker_cgroup_v1_and_v2() {
+        assert_eq!(
+            container_from_cgroup(&format!("12:memory:/docker/{ID}\n")),
+            Some("4f1c2a91d0be".into())
+        );
+        assert_eq!(
+            container_from_cgroup(&format!("0::/system.slice/docker-{ID}.scope\n")),
+            Some("4f1c2a91d0be".into())
+        );
+    }
+
+    #[test]
+    fn kubernetes_containerd_and_podman() {
+        let k8s = format!(
+            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234.slice/cri-containerd-{ID}.scope"
+        );
+        assert_eq!(container_from_cgroup(&k8s), Some("4f1c2a91d0be".into()));
+        let podman =
+            format!("0::/user.slice/user-1000.slice/user@1000.service/libpod-{ID}.scope/container");
+        assert_eq!(container_from_cgroup(&podman), Some("4f1c2a91d0be".into()));
+    }
+
+    #[test]
+    fn lxc_names_and_plain_hosts() {
+        assert_eq!(
+            container_from_cgroup("0::/lxc.payload.web01/init.scope"),
+            Some("web01".into())
+        );
+        assert_eq!(
+            container_from_cgroup("0::/user.slice/user-1000.slice/session-3.scope"),
+            None
+        );
+        assert_eq!(container_from_cgroup(""), None);
+        // Looks like an id but is not hex.
+        assert_eq!(
+            container_from_cgroup(&format!("0::/docker/{}", "z".repeat(64))),
+            None
+        );
+    }
+
+    #[test]
+    fn nspid_maps_to_the_inner_pid() {
+        let status = "Name:\tpython\nNSpid:\t81234\t17\nPPid:\t1\n";
+        assert_eq!(ns_pid_from_status(status), Some(17));
+        assert_eq!(ns_pid_from_status("NSpid:\t4242\n"), None);
+        assert_eq!(ns_pid_from_status("Name:\tx\n"), None);
+        assert_eq!(ns_pid_from_status("NSpid:\t100\t50\t7\n"), Some(7));
+    }
+
+    #[test]
+    fn our_own_process_gets_host_facts() {
+        let mut host = ProcHost::new();
+        let me = std::process::id();
+        let mut procs = [ProcSample {
+            pid: me,
+            ..Default::default()
+        }];
+        host.enrich(0, &mut procs);
+        let p = &procs[0];
+        assert!(p.start_time > 0);
+        assert!(p.rss.unwrap_or(0) > 0);
+        assert!(
+            p.command.as_deref().unwrap_or("").contains("vramwatch"),
+            "{:?}",
+            p.command
+        );
+        assert_eq!(p.user.as_deref(), Some(current_user().as_str()));
+    }
+
+    #[test]
+    fn a_vanished_pid_is_left_alone() {
+        let mut host = ProcHost::new();
+        let mut procs = [ProcSample {
+            pid: u32::MAX - 7,
+            ..Default::default()
+        }];
+        host.enrich(0, &mut procs);
+        assert_eq!(procs[0].user, None);
+    }
+}

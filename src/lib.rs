@@ -1,0 +1,13 @@
+//! vramwatch: a terminal dashboard for NVIDIA GPUs that puts memory first.
+//!
+//! The pipeline (docs/ARCHITECTURE.md): a [`source`] is probed by the
+//! [`sampler`] on a schedule of lanes; each round becomes a
+//! [`model::Snapshot`] published to every consumer.
+
+pub mod cli;
+pub mod commands;
+pub mod host;
+pub mod model;
+pub mod sampler;
+pub mod sanitize;
+pub mod source;

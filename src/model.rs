@@ -1,0 +1,381 @@
+//! Plain data that flows from a source to every consumer: no handles, no
+//! locks. Bytes are `u64`, times are unix milliseconds, a missing or
+//! unsupported reading is `None` (shown as `N/A`).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Unix time in milliseconds.
+pub type Millis = u64;
+
+/// A process identity: a PID alone is recycled, a PID with its start time is
+/// not (start time in unix seconds; 0 when unknown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ProcessKey {
+    pub pid: u32,
+    pub start_time: u64,
+}
+
+/// What does not change while the program runs: sent once, then referenced.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemInfo {
+    /// Host name of the machine the GPUs are in.
+    pub host: String,
+    /// Where the figures come from: `nvml`, `sim:<scenario>` or `replay:<file>`.
+    pub source: String,
+    pub driver_version: Option<String>,
+    /// CUDA driver API version, e.g. `13.0`.
+    pub cuda_version: Option<String>,
+    pub nvml_version: Option<String>,
+    pub gpus: Vec<DeviceInfo>,
+}
+
+/// Static facts about one GPU.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub index: u32,
+    pub name: String,
+    pub uuid: String,
+    pub pci_bus_id: String,
+    /// Total framebuffer memory in bytes.
+    pub memory_total: u64,
+    /// Number of fans; 0 for passively cooled boards (the H200).
+    pub num_fans: u32,
+    pub mig_enabled: Option<bool>,
+    /// e.g. `9.0`.
+    pub compute_capability: Option<String>,
+}
+
+/// One moment of the whole machine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Sequence number, from 0, increasing by one per published snapshot.
+    pub seq: u64,
+    /// When the normal lane was read, unix ms.
+    pub t_ms: Millis,
+    pub gpus: Vec<GpuSample>,
+    pub procs: Vec<ProcSample>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Event>,
+}
+
+/// Health of one GPU's readings in a snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuState {
+    /// Read this interval.
+    #[default]
+    Ok,
+    /// Its reader did not answer in time: values are from an earlier interval.
+    Stale,
+    /// Fell off the bus or answers only with errors (`GpuLost`/`Unknown`).
+    Lost,
+}
+
+/// Framebuffer memory as NVML's `nvmlMemory_v2_t` reports it. NVML v1 "used"
+/// equals `used + reserved` here; `reserved` is driver memory no process can
+/// have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemInfo {
+    pub used: u64,
+    pub reserved: u64,
+    pub free: u64,
+    pub total: u64,
+}
+
+impl MemInfo {
+    /// Share of the total in use, counting reserved memory (what an
+    /// allocation can no longer get), 0..=100.
+    pub fn used_pct(&self) -> f64 {
+        if self.total == 0 {
+            return 0.0;
+        }
+        (self.used + self.reserved) as f64 * 100.0 / self.total as f64
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bar1 {
+    pub used: u64,
+    pub total: u64,
+}
+
+/// One GPU at one moment. Fields are `None` where the device does not
+/// support them or the read failed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuSample {
+    pub index: u32,
+    #[serde(default)]
+    pub state: GpuState,
+    pub mem: Option<MemInfo>,
+    /// Highest `used` seen by any read (fast lane included) since the previous
+    /// snapshot: short spikes a 1 s poll misses show up here.
+    pub mem_peak: Option<u64>,
+    /// How many memory reads fed `mem_peak`.
+    #[serde(default)]
+    pub mem_reads: u32,
+    pub bar1: Option<Bar1>,
+    pub util_gpu: Option<u32>,
+    pub util_mem: Option<u32>,
+    pub temp_c: Option<u32>,
+    pub power_mw: Option<u32>,
+    pub power_limit_mw: Option<u32>,
+    pub sm_clock_mhz: Option<u32>,
+    pub mem_clock_mhz: Option<u32>,
+    pub fan_pct: Option<u32>,
+    /// Performance state, 0 (fastest) ..= 15.
+    pub pstate: Option<u32>,
+    /// PCIe receive / transmit throughput in KB/s (slow lane).
+    pub pcie_rx_kbs: Option<u32>,
+    pub pcie_tx_kbs: Option<u32>,
+    /// Energy since the driver loaded, in millijoules (slow lane).
+    pub energy_mj: Option<u64>,
+    /// Volatile uncorrected + corrected ECC errors (slow lane).
+    pub ecc_volatile: Option<u64>,
+    /// Milliseconds from the start of the round until this GPU's normal
+    /// read returned: shows whether one GPU waited on another.
+    #[serde(default)]
+    pub lag_ms: u32,
+}
+
+impl GpuSample {
+    /// Device memory in use that no listed process accounts for (driver,
+    /// contexts, processes in other containers, dead processes).
+    pub fn unaccounted(&self, procs: &[ProcSample]) -> Option<u64> {
+        let mem = self.mem?;
+        let sum: u64 = procs
+            .iter()
+            .filter(|p| p.gpu == self.index)
+            .filter_map(|p| p.mem)
+            .sum();
+        Some(mem.used.saturating_sub(sum))
+    }
+}
+
+/// How a process uses the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcKind {
+    #[default]
+    Compute,
+    Graphics,
+    /// Listed as both compute and graphics.
+    Both,
+}
+
+impl ProcKind {
+    pub fn letter(self) -> &'static str {
+        match self {
+            ProcKind::Compute => "C",
+            ProcKind::Graphics => "G",
+            ProcKind::Both => "C+G",
+        }
+    }
+
+    pub fn merge(self, other: ProcKind) -> ProcKind {
+        if self == other { self } else { ProcKind::Both }
+    }
+}
+
+/// One process on one GPU (a process on two GPUs has two samples).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcSample {
+    pub pid: u32,
+    /// Unix seconds; 0 when unknown.
+    #[serde(default)]
+    pub start_time: u64,
+    pub gpu: u32,
+    #[serde(default)]
+    pub kind: ProcKind,
+    /// GPU memory in bytes; `None` when the driver does not say (no
+    /// permission, or WDDM).
+    pub mem: Option<u64>,
+    /// Highest memory seen since the previous snapshot (fast lane included).
+    pub mem_peak: Option<u64>,
+    pub sm_util: Option<u32>,
+    pub mem_util: Option<u32>,
+    pub enc_util: Option<u32>,
+    pub dec_util: Option<u32>,
+    /// Host facts, sanitised; `None` where the process is not visible to us.
+    pub user: Option<Arc<str>>,
+    /// Short name (comm).
+    pub name: Option<Arc<str>>,
+    /// Full command line, sanitised, arguments joined by spaces.
+    pub command: Option<Arc<str>>,
+    /// Container id (short) or name, from `/proc/<pid>/cgroup`.
+    pub container: Option<Arc<str>>,
+    /// The PID inside its own PID namespace, when it differs.
+    pub ns_pid: Option<u32>,
+    pub cpu_pct: Option<f32>,
+    /// Host resident memory in bytes.
+    pub rss: Option<u64>,
+}
+
+impl ProcSample {
+    pub fn key(&self) -> ProcessKey {
+        ProcessKey {
+            pid: self.pid,
+            start_time: self.start_time,
+        }
+    }
+
+    /// The best label for the process: its command, else its name, else "?".
+    pub fn label(&self) -> &str {
+        self.command
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .or(self.name.as_deref())
+            .unwrap_or("?")
+    }
+}
+
+/// Something that happened between two snapshots.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub t_ms: Millis,
+    pub kind: EventKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    ProcessStarted,
+    ProcessExited,
+    /// A process exited while its GPU was within a few percent of full.
+    SuspectedOom,
+    ThresholdCrossed,
+    Alert,
+    GpuLost,
+    Xid,
+    /// Anything else the tool wants to say (recording started, ...).
+    Note,
+}
+
+/// Human units: bytes are shown in binary units (MiB, GiB) like nvidia-smi.
+pub mod units {
+    pub const KIB: u64 = 1 << 10;
+    pub const MIB: u64 = 1 << 20;
+    pub const GIB: u64 = 1 << 30;
+
+    /// `1536 MiB` → "1.5G"; short forms for tables.
+    pub fn bytes_short(b: u64) -> String {
+        let b = b as f64;
+        if b >= GIB as f64 * 100.0 {
+            format!("{:.0}G", b / GIB as f64)
+        } else if b >= GIB as f64 * 10.0 {
+            format!("{:.1}G", b / GIB as f64)
+        } else if b >= GIB as f64 {
+            format!("{:.2}G", b / GIB as f64)
+        } else if b >= MIB as f64 {
+            format!("{:.0}M", b / MIB as f64)
+        } else if b >= KIB as f64 {
+            format!("{:.0}K", b / KIB as f64)
+        } else {
+            format!("{b:.0}B")
+        }
+    }
+
+    /// Whole MiB, as nvidia-smi prints them.
+    pub fn mib(b: u64) -> u64 {
+        b / MIB
+    }
+
+    /// A signed rate in bytes per second → "+12.3M/s".
+    pub fn rate_short(bps: f64) -> String {
+        let sign = if bps < 0.0 { "-" } else { "+" };
+        format!("{sign}{}/s", bytes_short(bps.abs() as u64))
+    }
+
+    /// Seconds → "45s", "2m10s", "3h05m", "2d04h".
+    pub fn duration_short(secs: u64) -> String {
+        if secs < 60 {
+            format!("{secs}s")
+        } else if secs < 3600 {
+            format!("{}m{:02}s", secs / 60, secs % 60)
+        } else if secs < 86_400 {
+            format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60)
+        } else {
+            format!("{}d{:02}h", secs / 86_400, (secs % 86_400) / 3600)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::units::*;
+    use super::*;
+
+    #[test]
+    fn bytes_short_picks_sensible_units() {
+        assert_eq!(bytes_short(0), "0B");
+        assert_eq!(bytes_short(512 * KIB), "512K");
+        assert_eq!(bytes_short(300 * MIB), "300M");
+        assert_eq!(bytes_short(3 * GIB / 2), "1.50G");
+        assert_eq!(bytes_short(16 * GIB), "16.0G");
+        assert_eq!(bytes_short(140 * GIB), "140G");
+    }
+
+    #[test]
+    fn durations_read_like_a_clock() {
+        assert_eq!(duration_short(5), "5s");
+        assert_eq!(duration_short(130), "2m10s");
+        assert_eq!(duration_short(3 * 3600 + 5 * 60), "3h05m");
+        assert_eq!(duration_short(2 * 86_400 + 4 * 3600), "2d04h");
+    }
+
+    #[test]
+    fn unaccounted_is_used_minus_process_sum_on_that_gpu() {
+        let g = GpuSample {
+            index: 1,
+            mem: Some(MemInfo {
+                used: 10 * GIB,
+                reserved: GIB / 2,
+                free: 20 * GIB,
+                total: 30 * GIB + GIB / 2,
+            }),
+            ..Default::default()
+        };
+        let p = |gpu, mem| ProcSample {
+            gpu,
+            mem,
+            ..Default::default()
+        };
+        let procs = [
+            p(1, Some(4 * GIB)),
+            p(1, Some(5 * GIB)),
+            p(0, Some(GIB)),
+            p(1, None),
+        ];
+        assert_eq!(g.unaccounted(&procs), Some(GIB));
+        // Never negative: processes can briefly report more than the device.
+        let procs = [p(1, Some(11 * GIB))];
+        assert_eq!(g.unaccounted(&procs), Some(0));
+    }
+
+    #[test]
+    fn used_pct_counts_reserved() {
+        let m = MemInfo {
+            used: 40,
+            reserved: 10,
+            free: 50,
+            total: 100,
+        };
+        assert_eq!(m.used_pct(), 50.0);
+        assert_eq!(MemInfo::default().used_pct(), 0.0);
+    }
+
+    #[test]
+    fn kinds_merge_to_both() {
+        assert_eq!(
+            ProcKind::Compute.merge(ProcKind::Compute),
+            ProcKind::Compute
+        );
+        assert_eq!(ProcKind::Compute.merge(ProcKind::Graphics), ProcKind::Both);
+    }
+}

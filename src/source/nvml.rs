@@ -1,0 +1,592 @@
+//! Real GPUs through NVML (nvml-wrapper loads `libnvidia-ml.so.1` at run
+//! time). One `Nvml` lives for the whole program; each probe holds its own
+//! device handle and its own cache of fields the device does not support,
+//! so an unsupported call is made once, not every interval.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, EccCounter, MemoryError, PcieUtilCounter, PerformanceState, TemperatureSensor,
+};
+use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::struct_wrappers::device::{ProcessInfo, ProcessUtilizationSample};
+use nvml_wrapper::{Device, EventSet, Nvml};
+
+use crate::model::{Bar1, DeviceInfo, MemInfo, Millis, ProcKind, SystemInfo};
+use crate::source::{
+    FastReading, GpuProbe, HostFacts, NormalReading, ProbeError, ProcMem, ProcUtil, ProcUtilRead,
+    SlowReading, Source, SourceError,
+};
+
+/// The library NVML is loaded from.
+pub const NVML_LIB: &str = "libnvidia-ml.so.1";
+
+static NVML: OnceLock<Nvml> = OnceLock::new();
+
+/// Environment variable naming another NVML library file to load.
+pub const NVML_LIB_ENV: &str = "VRAMWATCH_NVML_LIB";
+
+/// Loads NVML once for the life of the program (from `$VRAMWATCH_NVML_LIB`
+/// when set).
+fn nvml() -> Result<&'static Nvml, SourceError> {
+    if let Some(n) = NVML.get() {
+        return Ok(n);
+    }
+    let n = match std::env::var_os(NVML_LIB_ENV) {
+        Some(path) => Nvml::builder()
+            .lib_path(&path)
+            .init()
+            .map_err(|e| match init_error(e) {
+                SourceError::NoLibrary { detail, .. } => SourceError::NoLibrary {
+                    lib: path.to_string_lossy().into_owned(),
+                    detail,
+                },
+                other => other,
+            })?,
+        None => Nvml::init().map_err(init_error)?,
+    };
+    Ok(NVML.get_or_init(|| n))
+}
+
+/// Turns an init failure into what the user should do about it.
+pub fn init_error(e: NvmlError) -> SourceError {
+    match e {
+        NvmlError::LibloadingError(d) => SourceError::NoLibrary {
+            lib: NVML_LIB.into(),
+            detail: d.to_string(),
+        },
+        NvmlError::LibraryNotFound => SourceError::NoLibrary {
+            lib: NVML_LIB.into(),
+            detail: "not found".into(),
+        },
+        NvmlError::DriverNotLoaded => SourceError::NoDriver {
+            detail: "NVML: driver not loaded".into(),
+        },
+        NvmlError::NoPermission => SourceError::NoPermission {
+            detail: "NVML: insufficient permissions".into(),
+        },
+        other => SourceError::Other(other.to_string()),
+    }
+}
+
+/// What a failed call means for the field and the device.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Never ask again on this device: show N/A.
+    Unsupported,
+    /// The GPU is gone (`GpuLost`, `Unknown`): mark it lost.
+    Lost,
+    /// A transient failure: N/A this time, ask again next time.
+    Missing,
+}
+
+/// Classifies an NVML error (pure, unit-tested).
+pub fn classify(e: &NvmlError) -> Outcome {
+    match e {
+        // The H200 answers the fan call with InvalidArg, not NotSupported.
+        NvmlError::NotSupported
+        | NvmlError::InvalidArg
+        | NvmlError::FunctionNotFound
+        | NvmlError::FailedToLoadSymbol(_)
+        | NvmlError::NoPermission => Outcome::Unsupported,
+        NvmlError::GpuLost | NvmlError::Unknown | NvmlError::ResetRequired => Outcome::Lost,
+        _ => Outcome::Missing,
+    }
+}
+
+/// Merges the compute and graphics lists by PID. A PID in both lists is
+/// one process of kind `Both`; its memory is the larger of the two figures
+/// (the driver reports the same context in both lists).
+pub fn merge_processes(compute: &[ProcessInfo], graphics: &[ProcessInfo]) -> Vec<ProcMem> {
+    let mut out: Vec<ProcMem> = Vec::with_capacity(compute.len() + graphics.len());
+    let mut at: HashMap<u32, usize> = HashMap::new();
+    let lists = [(compute, ProcKind::Compute), (graphics, ProcKind::Graphics)];
+    for (list, kind) in lists {
+        for p in list {
+            let mem = match p.used_gpu_memory {
+                UsedGpuMemory::Used(b) => Some(b),
+                UsedGpuMemory::Unavailable => None,
+            };
+            match at.get(&p.pid) {
+                Some(&i) => {
+                    let e = &mut out[i];
+                    e.kind = e.kind.merge(kind);
+                    e.mem = match (e.mem, mem) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                None => {
+                    at.insert(p.pid, out.len());
+                    out.push(ProcMem {
+                        pid: p.pid,
+                        kind,
+                        mem,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The newest sample per PID; values over 100 (seen from some drivers) are
+/// dropped. Returns the samples and the newest timestamp seen.
+pub fn latest_utilisation(samples: &[ProcessUtilizationSample]) -> (Vec<ProcUtil>, Option<u64>) {
+    let mut newest: HashMap<u32, &ProcessUtilizationSample> = HashMap::new();
+    let mut max_ts = None;
+    for s in samples {
+        max_ts = Some(max_ts.map_or(s.timestamp, |m: u64| m.max(s.timestamp)));
+        let e = newest.entry(s.pid).or_insert(s);
+        if s.timestamp > e.timestamp {
+            *e = s;
+        }
+    }
+    let pct = |v: u32| (v <= 100).then_some(v);
+    let mut out: Vec<ProcUtil> = newest
+        .values()
+        .map(|s| ProcUtil {
+            pid: s.pid,
+            sm: pct(s.sm_util),
+            mem: pct(s.mem_util),
+            enc: pct(s.enc_util),
+            dec: pct(s.dec_util),
+        })
+        .collect();
+    out.sort_by_key(|u| u.pid);
+    (out, max_ts)
+}
+
+/// `13000` → "13.0".
+pub fn cuda_version(v: i32) -> String {
+    format!(
+        "{}.{}",
+        nvml_wrapper::cuda_driver_version_major(v),
+        nvml_wrapper::cuda_driver_version_minor(v)
+    )
+}
+
+fn pstate_number(p: PerformanceState) -> Option<u32> {
+    use PerformanceState::*;
+    Some(match p {
+        Zero => 0,
+        One => 1,
+        Two => 2,
+        Three => 3,
+        Four => 4,
+        Five => 5,
+        Six => 6,
+        Seven => 7,
+        Eight => 8,
+        Nine => 9,
+        Ten => 10,
+        Eleven => 11,
+        Twelve => 12,
+        Thirteen => 13,
+        Fourteen => 14,
+        Fifteen => 15,
+        Unknown => return None,
+    })
+}
+
+/// Real GPUs.
+pub struct NvmlSource {
+    nvml: &'static Nvml,
+    info: Arc<SystemInfo>,
+}
+
+impl NvmlSource {
+    /// Loads NVML and reads the static facts of every GPU.
+    pub fn open() -> Result<NvmlSource, SourceError> {
+        let nvml = nvml()?;
+        let count = nvml.device_count().map_err(init_error)?;
+        if count == 0 {
+            return Err(SourceError::NoGpu);
+        }
+        let mut gpus = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let d = nvml.device_by_index(i).map_err(init_error)?;
+            gpus.push(DeviceInfo {
+                index: i,
+                name: d.name().unwrap_or_else(|_| "NVIDIA GPU".into()),
+                uuid: d.uuid().unwrap_or_default(),
+                pci_bus_id: d.pci_info().map(|p| p.bus_id).unwrap_or_default(),
+                memory_total: d.memory_info().map(|m| m.total).unwrap_or(0),
+                num_fans: d.num_fans().unwrap_or(0),
+                mig_enabled: d.mig_mode().ok().map(|m| m.current == 1),
+                compute_capability: d
+                    .cuda_compute_capability()
+                    .ok()
+                    .map(|c| format!("{}.{}", c.major, c.minor)),
+            });
+        }
+        let info = SystemInfo {
+            host: crate::host::hostname(),
+            source: "nvml".into(),
+            driver_version: nvml.sys_driver_version().ok(),
+            cuda_version: nvml.sys_cuda_driver_version().ok().map(cuda_version),
+            nvml_version: nvml.sys_nvml_version().ok(),
+            gpus,
+        };
+        Ok(NvmlSource {
+            nvml,
+            info: Arc::new(info),
+        })
+    }
+}
+
+impl Source for NvmlSource {
+    fn system(&self) -> Arc<SystemInfo> {
+        self.info.clone()
+    }
+
+    fn probe(&self, index: usize) -> Box<dyn GpuProbe> {
+        Box::new(NvmlProbe {
+            nvml: self.nvml,
+            dev: self.nvml.device_by_index(index as u32).ok(),
+            index: index as u32,
+            num_fans: self.info.gpus.get(index).map_or(0, |g| g.num_fans),
+            unsupported: 0,
+            last_util_ts: None,
+            events: None,
+        })
+    }
+
+    fn host_facts(&self) -> Box<dyn HostFacts> {
+        Box::new(crate::host::ProcHost::new())
+    }
+}
+
+/// Fields whose `NotSupported` is remembered per probe.
+#[derive(Clone, Copy)]
+#[repr(u32)]
+enum Field {
+    Mem = 1 << 0,
+    Compute = 1 << 1,
+    Graphics = 1 << 2,
+    Bar1 = 1 << 3,
+    Util = 1 << 4,
+    Temp = 1 << 5,
+    Power = 1 << 6,
+    PowerLimit = 1 << 7,
+    SmClock = 1 << 8,
+    MemClock = 1 << 9,
+    Fan = 1 << 10,
+    Pstate = 1 << 11,
+    ProcUtil = 1 << 12,
+    PcieRx = 1 << 13,
+    PcieTx = 1 << 14,
+    Energy = 1 << 15,
+    Ecc = 1 << 16,
+    Xid = 1 << 17,
+}
+
+enum Events {
+    Registered(EventSet<'static>),
+    Unavailable,
+}
+
+struct NvmlProbe {
+    nvml: &'static Nvml,
+    dev: Option<Device<'static>>,
+    index: u32,
+    num_fans: u32,
+    unsupported: u32,
+    last_util_ts: Option<u64>,
+    events: Option<Events>,
+}
+
+impl NvmlProbe {
+    fn lost(&self, reason: impl Into<String>) -> ProbeError {
+        ProbeError::Lost {
+            index: self.index,
+            reason: reason.into(),
+        }
+    }
+
+    fn device(&mut self) -> Result<&Device<'static>, ProbeError> {
+        if self.dev.is_none() {
+            self.dev = self.nvml.device_by_index(self.index).ok();
+        }
+        match &self.dev {
+            Some(d) => Ok(d),
+            None => Err(self.lost("no device handle")),
+        }
+    }
+
+    /// One call, with its `NotSupported` cached and `GpuLost` surfaced.
+    fn read<T>(
+        &mut self,
+        field: Field,
+        call: impl FnOnce(&Device<'static>) -> Result<T, NvmlError>,
+    ) -> Result<Option<T>, ProbeError> {
+        let bit = field as u32;
+        if self.unsupported & bit != 0 {
+            return Ok(None);
+        }
+        let dev = self.device()?;
+        match call(dev) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) => match classify(&e) {
+                Outcome::Unsupported => {
+                    self.unsupported |= bit;
+                    Ok(None)
+                }
+                Outcome::Lost => Err(self.lost(e.to_string())),
+                Outcome::Missing => Ok(None),
+            },
+        }
+    }
+
+    fn proc_util(&mut self) -> Result<ProcUtilRead, ProbeError> {
+        let since = self.last_util_ts;
+        let r = self.read(Field::ProcUtil, |d| {
+            match d.process_utilization_stats(since) {
+                // No samples since `since`: nobody used the SMs.
+                Err(NvmlError::NotFound) => Ok(Vec::new()),
+                other => other,
+            }
+        })?;
+        Ok(match r {
+            None => ProcUtilRead::Unsupported,
+            Some(samples) => {
+                let (latest, ts) = latest_utilisation(&samples);
+                if ts.is_some() {
+                    self.last_util_ts = ts;
+                }
+                ProcUtilRead::Samples(latest)
+            }
+        })
+    }
+
+    fn poll_xids(&mut self) -> Vec<u64> {
+        if self.unsupported & Field::Xid as u32 != 0 {
+            return Vec::new();
+        }
+        if self.events.is_none() {
+            let ev = self
+                .dev
+                .as_ref()
+                .and_then(|d| {
+                    let set = self.nvml.create_event_set().ok()?;
+                    d.register_events(
+                        nvml_wrapper::bitmasks::event::EventTypes::CRITICAL_XID_ERROR,
+                        set,
+                    )
+                    .ok()
+                })
+                .map_or(Events::Unavailable, Events::Registered);
+            self.events = Some(ev);
+        }
+        let mut out = Vec::new();
+        match &self.events {
+            Some(Events::Registered(set)) => {
+                // Timeout 0: take what is queued, never wait.
+                while let Ok(ev) = set.wait(0) {
+                    if let Some(nvml_wrapper::enums::event::XidError::Value(x)) = ev.event_data {
+                        out.push(x);
+                    }
+                    if out.len() > 64 {
+                        break;
+                    }
+                }
+            }
+            _ => self.unsupported |= Field::Xid as u32,
+        }
+        out
+    }
+}
+
+impl GpuProbe for NvmlProbe {
+    fn fast(&mut self, _t_ms: Millis) -> Result<FastReading, ProbeError> {
+        let mem = self
+            .read(Field::Mem, |d| d.memory_info())?
+            .map(|m| MemInfo {
+                used: m.used,
+                reserved: m.reserved,
+                free: m.free,
+                total: m.total,
+            });
+        let compute = self
+            .read(Field::Compute, |d| d.running_compute_processes())?
+            .unwrap_or_default();
+        let graphics = self
+            .read(Field::Graphics, |d| d.running_graphics_processes())?
+            .unwrap_or_default();
+        Ok(FastReading {
+            mem,
+            procs: merge_processes(&compute, &graphics),
+        })
+    }
+
+    fn normal(&mut self, t_ms: Millis, with_proc_util: bool) -> Result<NormalReading, ProbeError> {
+        let fast = self.fast(t_ms)?;
+        let util = self.read(Field::Util, |d| d.utilization_rates())?;
+        let fan = if self.num_fans > 0 {
+            self.read(Field::Fan, |d| d.fan_speed(0))?
+        } else {
+            None
+        };
+        Ok(NormalReading {
+            fast,
+            bar1: self
+                .read(Field::Bar1, |d| d.bar1_memory_info())?
+                .map(|b| Bar1 {
+                    used: b.used,
+                    total: b.total,
+                }),
+            util_gpu: util.as_ref().map(|u| u.gpu),
+            util_mem: util.as_ref().map(|u| u.memory),
+            temp_c: self.read(Field::Temp, |d| d.temperature(TemperatureSensor::Gpu))?,
+            power_mw: self.read(Field::Power, |d| d.power_usage())?,
+            power_limit_mw: self.read(Field::PowerLimit, |d| d.enforced_power_limit())?,
+            sm_clock_mhz: self.read(Field::SmClock, |d| d.clock_info(Clock::SM))?,
+            mem_clock_mhz: self.read(Field::MemClock, |d| d.clock_info(Clock::Memory))?,
+            fan_pct: fan,
+            pstate: self
+                .read(Field::Pstate, |d| d.performance_state())?
+                .and_then(pstate_number),
+            proc_util: if with_proc_util {
+                self.proc_util()?
+            } else {
+                ProcUtilRead::NotAsked
+            },
+        })
+    }
+
+    fn slow(&mut self, _t_ms: Millis) -> Result<SlowReading, ProbeError> {
+        let ecc = {
+            let c = self.read(Field::Ecc, |d| {
+                d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+            })?;
+            let u = self.read(Field::Ecc, |d| {
+                d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
+            })?;
+            match (c, u) {
+                (Some(c), Some(u)) => Some(c + u),
+                (c, u) => c.or(u),
+            }
+        };
+        Ok(SlowReading {
+            pcie_rx_kbs: self.read(Field::PcieRx, |d| {
+                d.pcie_throughput(PcieUtilCounter::Receive)
+            })?,
+            pcie_tx_kbs: self.read(Field::PcieTx, |d| d.pcie_throughput(PcieUtilCounter::Send))?,
+            energy_mj: self.read(Field::Energy, |d| d.total_energy_consumption())?,
+            ecc_volatile: ecc,
+            xids: self.poll_xids(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pi(pid: u32, mem: Option<u64>) -> ProcessInfo {
+        ProcessInfo {
+            pid,
+            used_gpu_memory: mem.map_or(UsedGpuMemory::Unavailable, UsedGpuMemory::Used),
+            gpu_instance_id: None,
+            compute_instance_id: None,
+        }
+    }
+
+    fn sample(pid: u32, ts: u64, sm: u32) -> ProcessUtilizationSample {
+        ProcessUtilizationSample {
+            pid,
+            timestamp: ts,
+            sm_util: sm,
+            mem_util: 10,
+            enc_util: 0,
+            dec_util: 0,
+        }
+    }
+
+    #[test]
+    fn compute_and_graphics_merge_by_pid() {
+        let compute = [pi(10, Some(100)), pi(11, Some(50))];
+        let graphics = [pi(11, Some(60)), pi(12, None)];
+        let m = merge_processes(&compute, &graphics);
+        assert_eq!(
+            m,
+            vec![
+                ProcMem {
+                    pid: 10,
+                    kind: ProcKind::Compute,
+                    mem: Some(100)
+                },
+                ProcMem {
+                    pid: 11,
+                    kind: ProcKind::Both,
+                    mem: Some(60)
+                },
+                ProcMem {
+                    pid: 12,
+                    kind: ProcKind::Graphics,
+                    mem: None
+                },
+            ]
+        );
+        // Unavailable in one list, known in the other: keep the known one.
+        let m = merge_processes(&[pi(5, None)], &[pi(5, Some(7))]);
+        assert_eq!(m[0].mem, Some(7));
+    }
+
+    #[test]
+    fn newest_sample_wins_and_impossible_values_are_dropped() {
+        let s = [
+            sample(1, 100, 30),
+            sample(1, 300, 70),
+            sample(2, 200, 150),
+            sample(1, 200, 50),
+        ];
+        let (u, ts) = latest_utilisation(&s);
+        assert_eq!(ts, Some(300));
+        assert_eq!(u.len(), 2);
+        assert_eq!(u[0].pid, 1);
+        assert_eq!(u[0].sm, Some(70));
+        assert_eq!(u[1].sm, None, "150% is not a utilisation");
+        assert_eq!(u[1].mem, Some(10));
+        assert_eq!(latest_utilisation(&[]), (vec![], None));
+    }
+
+    #[test]
+    fn errors_are_classified() {
+        assert_eq!(classify(&NvmlError::NotSupported), Outcome::Unsupported);
+        assert_eq!(classify(&NvmlError::InvalidArg), Outcome::Unsupported);
+        assert_eq!(classify(&NvmlError::GpuLost), Outcome::Lost);
+        assert_eq!(classify(&NvmlError::Unknown), Outcome::Lost);
+        assert_eq!(classify(&NvmlError::Timeout), Outcome::Missing);
+    }
+
+    #[test]
+    fn init_errors_say_what_is_missing_and_suggest_the_demo() {
+        let e = init_error(NvmlError::DriverNotLoaded).to_string();
+        assert!(
+            e.contains("driver is not loaded") && e.contains("--demo"),
+            "{e}"
+        );
+        let e = init_error(NvmlError::NoPermission).to_string();
+        assert!(e.contains("permission") && e.contains("/dev/nvidia"), "{e}");
+        let e = init_error(NvmlError::LibraryNotFound).to_string();
+        assert!(e.contains(NVML_LIB) && e.contains("--demo"), "{e}");
+    }
+
+    #[test]
+    fn cuda_versions_read_like_nvidia_smi() {
+        assert_eq!(cuda_version(13000), "13.0");
+        assert_eq!(cuda_version(12040), "12.4");
+    }
+
+    #[test]
+    fn opening_without_a_driver_is_an_error_not_a_panic() {
+        // On a machine with a GPU this opens; elsewhere it must fail cleanly.
+        match NvmlSource::open() {
+            Ok(s) => assert!(!s.system().gpus.is_empty()),
+            Err(e) => assert!(e.to_string().contains("--demo"), "{e}"),
+        }
+    }
+}
