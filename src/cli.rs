@@ -56,6 +56,10 @@ pub struct UiArgs {
     /// Disable terminate/kill actions.
     #[arg(long)]
     pub read_only: bool,
+
+    /// Also serve Prometheus metrics on this address (e.g. 127.0.0.1:9400).
+    #[arg(long, value_name = "ADDR")]
+    pub serve: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,6 +80,89 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Record to a file without a UI (for nohup, tmux, systemd).
+    Record(RecordArgs),
+    /// Open the dashboard over a recording, with a timeline.
+    Replay(ReplayArgs),
+    /// Convert a recording to CSV.
+    Export(ExportArgs),
+    /// Summarise a recording: peaks, time above thresholds, top processes.
+    Report(ReportArgs),
+    /// Serve Prometheus metrics (/metrics), JSON (/snapshot) and /healthz.
+    Serve(ServeArgs),
+    /// Write or check the config file.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// File to write (`.jsonl`, or `.jsonl.zst` to compress).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Stop after this long (e.g. 10m, 8h); default: until Ctrl-C or SIGTERM.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Also serve Prometheus metrics on this address.
+    #[arg(long, value_name = "ADDR")]
+    pub serve: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// A recording (`.jsonl` or `.jsonl.zst`).
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// A recording (`.jsonl` or `.jsonl.zst`).
+    pub file: PathBuf,
+    /// Write CSV (the only format so far).
+    #[arg(long, required = true)]
+    pub csv: bool,
+    /// Only this GPU.
+    #[arg(long, value_name = "N")]
+    pub gpu: Option<u32>,
+    /// One row per sample of this process instead of one per GPU.
+    #[arg(long, value_name = "PID")]
+    pub process: Option<u32>,
+    /// Write here instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// A recording (`.jsonl` or `.jsonl.zst`).
+    pub file: PathBuf,
+    /// Also draw memory over time as SVG.
+    #[arg(long, value_name = "OUT")]
+    pub svg: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (default from the config: 127.0.0.1:9400).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ConfigAction {
+    /// Write the documented default config (to PATH or the platform file).
+    Init {
+        path: Option<PathBuf>,
+        /// Overwrite an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Validate a config file (PATH or the platform file).
+    Check { path: Option<PathBuf> },
+    /// Print where the config file is looked for.
+    Path,
 }
 
 /// Parses an interval like `1s`, `250ms`, `2m`; at least 100 ms.

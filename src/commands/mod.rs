@@ -1,3 +1,8 @@
 //! What each subcommand does, one module each; `main.rs` only dispatches.
 
+pub mod config;
+pub mod export;
+pub mod record;
+pub mod report;
+pub mod serve;
 pub mod snapshot;

@@ -1,0 +1,1 @@
+//! `vramwatch config` (being written).

@@ -1,0 +1,1 @@
+//! `vramwatch export` (being written).

@@ -1,0 +1,1 @@
+//! `vramwatch record` (being written).

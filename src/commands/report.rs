@@ -1,0 +1,1 @@
+//! `vramwatch report` (being written).

@@ -1,0 +1,1 @@
+//! `vramwatch serve` (being written).

@@ -1,0 +1,287 @@
+//! The validated configuration every part of the program reads. Loading,
+//! the TOML schema and its error messages live in `load.rs`; the
+//! documented default is `config/default.toml`, embedded.
+
+pub mod load;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use load::{ConfigError, default_path, load, load_file, DEFAULT_TOML};
+
+/// A warn and a critical level for one figure; `warn < crit` always.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Level {
+    pub warn: f64,
+    pub crit: f64,
+}
+
+impl Level {
+    /// 0 below warn, 1 from warn, 2 from crit.
+    pub fn grade(&self, v: f64) -> Severity {
+        if v >= self.crit {
+            Severity::Critical
+        } else if v >= self.warn {
+            Severity::Warn
+        } else {
+            Severity::Normal
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Normal,
+    Warn,
+    Critical,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sampling {
+    /// Display interval and normal lane, 100 ms ..= 60 s.
+    pub interval: Duration,
+    /// Fast lane (memory only), `None` = off; 10 ms ..= interval.
+    pub fast_interval: Option<Duration>,
+    /// Slow lane (PCIe, energy, ECC), `None` = off; 1 s ..= 1 h.
+    pub slow_interval: Option<Duration>,
+    /// Process utilisation period, interval ..= 1 h.
+    pub proc_util_interval: Duration,
+    /// How much history is kept, 1 min ..= 7 days.
+    pub history: Duration,
+    /// How long an exited process stays listed (dimmed), 0 ..= 1 h.
+    pub exited_keep: Duration,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling {
+            interval: Duration::from_secs(1),
+            fast_interval: Some(Duration::from_millis(100)),
+            slow_interval: Some(Duration::from_secs(5)),
+            proc_util_interval: Duration::from_secs(1),
+            history: Duration::from_secs(3600),
+            exited_keep: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Sampling {
+    pub fn schedule(&self) -> crate::sampler::Schedule {
+        crate::sampler::Schedule {
+            interval: self.interval,
+            fast: self.fast_interval,
+            slow: self.slow_interval,
+            proc_util: self.proc_util_interval,
+        }
+    }
+}
+
+/// Percent levels except temperature (°C).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Thresholds {
+    /// Memory in use (used + reserved) as % of total.
+    pub memory: Level,
+    /// GPU temperature, °C.
+    pub temperature: Level,
+    /// Power draw as % of the enforced limit.
+    pub power: Level,
+    /// GPU utilisation, %.
+    pub utilization: Level,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            memory: Level { warn: 80.0, crit: 95.0 },
+            temperature: Level { warn: 80.0, crit: 90.0 },
+            power: Level { warn: 90.0, crit: 98.0 },
+            utilization: Level { warn: 90.0, crit: 99.0 },
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alerts {
+    /// Ring the terminal bell when an alert fires.
+    pub bell: bool,
+    /// Program and arguments run when an alert fires (no shell); the alert's
+    /// fields are in `VRAMWATCH_ALERT_*` environment variables. Empty = none.
+    pub command: Vec<String>,
+    /// Alert when a GPU is forecast to be full in less than this.
+    pub forecast_below: Duration,
+    /// A process growing at least this fast (bytes/s) ...
+    pub leak_min_rate: f64,
+    /// ... for at least this long is flagged as leaking.
+    pub leak_min_duration: Duration,
+    /// Memory % from which the fast lane speeds up (burst sampling); `None` = off.
+    pub burst_level: Option<f64>,
+    /// Fast-lane period while bursting.
+    pub burst_interval: Duration,
+}
+
+impl Default for Alerts {
+    fn default() -> Self {
+        Alerts {
+            bell: false,
+            command: Vec::new(),
+            forecast_below: Duration::from_secs(300),
+            leak_min_rate: 4.0 * 1024.0 * 1024.0,
+            leak_min_duration: Duration::from_secs(20),
+            burst_level: Some(90.0),
+            burst_interval: Duration::from_millis(50),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Theme {
+    #[default]
+    Dark,
+    Light,
+    /// No colour at all: symbols and bold/reverse only.
+    Mono,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColorDepth {
+    /// Decide from NO_COLOR, COLORTERM and TERM.
+    #[default]
+    Auto,
+    Ansi16,
+    Ansi256,
+    TrueColor,
+}
+
+/// Process table columns, in the order shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Column {
+    Gpu,
+    Pid,
+    User,
+    Container,
+    Kind,
+    Memory,
+    MemoryPct,
+    Trend,
+    Peak,
+    Sm,
+    Cpu,
+    Rss,
+    Age,
+    Command,
+}
+
+impl Column {
+    pub const ALL: [Column; 14] = [
+        Column::Gpu,
+        Column::Pid,
+        Column::User,
+        Column::Container,
+        Column::Kind,
+        Column::Memory,
+        Column::MemoryPct,
+        Column::Trend,
+        Column::Peak,
+        Column::Sm,
+        Column::Cpu,
+        Column::Rss,
+        Column::Age,
+        Column::Command,
+    ];
+
+    /// The name used in the config file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Column::Gpu => "gpu",
+            Column::Pid => "pid",
+            Column::User => "user",
+            Column::Container => "container",
+            Column::Kind => "type",
+            Column::Memory => "memory",
+            Column::MemoryPct => "memory_pct",
+            Column::Trend => "trend",
+            Column::Peak => "peak",
+            Column::Sm => "sm",
+            Column::Cpu => "cpu",
+            Column::Rss => "rss",
+            Column::Age => "age",
+            Column::Command => "command",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Column> {
+        Column::ALL.into_iter().find(|c| c.name() == s)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Display {
+    pub theme: Theme,
+    pub color: ColorDepth,
+    pub columns: Vec<Column>,
+    /// Mouse capture (click to select, wheel to scroll).
+    pub mouse: bool,
+}
+
+impl Default for Display {
+    fn default() -> Self {
+        Display {
+            theme: Theme::Dark,
+            color: ColorDepth::Auto,
+            columns: Column::ALL.to_vec(),
+            mouse: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// Where `r` in the dashboard writes recordings; `None` = the platform
+    /// data dir's `vramwatch/recordings`.
+    pub dir: Option<PathBuf>,
+    /// A recording file is rotated when it reaches this many bytes.
+    pub max_size: u64,
+    /// Compress with zstd (`.jsonl.zst`).
+    pub compress: bool,
+    /// fsync this often.
+    pub sync_every: Duration,
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Record {
+            dir: None,
+            max_size: 1 << 30,
+            compress: true,
+            sync_every: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Serve {
+    pub listen: String,
+}
+
+impl Default for Serve {
+    fn default() -> Self {
+        Serve {
+            listen: "127.0.0.1:9400".into(),
+        }
+    }
+}
+
+/// Everything, validated.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Config {
+    pub sampling: Sampling,
+    pub thresholds: Thresholds,
+    pub alerts: Alerts,
+    pub display: Display,
+    /// Action name → key specs (e.g. "quit" → ["q", "ctrl-c"]); see keys.rs.
+    pub keys: crate::config::keys::KeyMap,
+    pub record: Record,
+    pub serve: Serve,
+}
+
+pub mod keys;
