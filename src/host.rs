@@ -32,6 +32,15 @@ pub fn current_user() -> String {
         .unwrap_or_else(|| uid.to_string())
 }
 
+/// A process's start time (unix seconds) as sysinfo reports it, to check a
+/// PID still names the same process.
+pub fn start_time_of(pid: u32) -> Option<u64> {
+    let mut s = System::new().ok()?;
+    let p = Pid::from_u32(pid);
+    s.refresh_processes_specifics(ProcessesToUpdate::Some(&[p]), true, ProcessRefreshKind::nothing());
+    s.process(p).map(|p| p.start_time())
+}
+
 /// The container a process runs in, from the text of `/proc/<pid>/cgroup`:
 /// Docker, containerd/CRI (Kubernetes), Podman/libpod and LXC layouts.
 /// Returns a short (12-character) id or the LXC name.

@@ -4,11 +4,15 @@
 //! [`sampler`] on a schedule of lanes; each round becomes a
 //! [`model::Snapshot`] published to every consumer.
 
+pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod history;
 pub mod host;
 pub mod model;
 pub mod sampler;
 pub mod sanitize;
 pub mod source;
+pub mod tui;
+pub mod ui;

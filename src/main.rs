@@ -8,8 +8,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 
-use vramwatch::cli::{Cli, Command};
-use vramwatch::commands::snapshot;
+use vramwatch::app::{App, Mode};
+use vramwatch::cli::{Cli, ColorArg, Command};
+use vramwatch::commands::{dashboard, snapshot};
+use vramwatch::config::{self, ColorDepth};
+use vramwatch::ui::theme::{Theme, depth_from_env};
 use vramwatch::{host, sampler, source};
 
 fn main() -> ExitCode {
@@ -33,10 +36,44 @@ fn main() -> ExitCode {
     }
 }
 
+/// `vramwatch [--demo]`: the dashboard over a live sampler.
+fn live_dashboard(cli: &Cli, me: String) -> Result<()> {
+    let mut config = config::load(cli.source.config.as_deref())?;
+    if let Some(i) = cli.source.interval {
+        config.sampling.interval = i;
+        config.sampling.fast_interval = config.sampling.fast_interval.map(|f| f.min(i));
+        config.sampling.proc_util_interval = config.sampling.proc_util_interval.max(i);
+    }
+    if let Some(c) = cli.ui.color {
+        config.display.color = match c {
+            ColorArg::Auto => ColorDepth::Auto,
+            ColorArg::Ansi16 => ColorDepth::Ansi16,
+            ColorArg::Ansi256 => ColorDepth::Ansi256,
+            ColorArg::Truecolor => ColorDepth::TrueColor,
+        };
+    }
+    // Open the source before touching the terminal, so errors print plainly.
+    let src = source::open(cli.source.demo.as_deref(), cli.source.seed, &me, 0)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let sampler = sampler::Sampler::spawn(src, config.sampling.schedule());
+        let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
+        let mut app = App::new(config, sampler.system.clone(), Mode::Live, me);
+        app.theme = theme;
+        app.read_only = cli.ui.read_only;
+        app.simulated = cli.source.demo.is_some();
+        dashboard::run(app, dashboard::Feed::Live(sampler.subscribe()), dashboard::Hooks::default()).await
+    })
+}
+
 fn run(cli: Cli) -> Result<()> {
     let me = host::current_user();
-    match cli.command {
+    match &cli.command {
         Some(Command::Snapshot { json }) => {
+            let json = *json;
             // One sample of a simulated node a minute into its scenario.
             let src = source::open(cli.source.demo.as_deref(), cli.source.seed, &me, 60)?;
             let snap = sampler::sample_once(src.as_ref(), Duration::from_millis(100));
@@ -57,6 +94,6 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(other) => anyhow::bail!("`{other:?}` is not built yet"),
-        None => anyhow::bail!("the dashboard is not built yet; try `vramwatch snapshot --demo`"),
+        None => live_dashboard(&cli, me),
     }
 }

@@ -1,6 +1,7 @@
 //! What each subcommand does, one module each; `main.rs` only dispatches.
 
 pub mod config;
+pub mod dashboard;
 pub mod export;
 pub mod record;
 pub mod report;

@@ -18,6 +18,8 @@ pub enum Action {
     PageDown,
     Home,
     End,
+    First,
+    Last,
     Enter,
     Back,
     Filter,
@@ -37,10 +39,11 @@ pub enum Action {
     Kill,
     NextPane,
     Events,
+    Suspend,
 }
 
 impl Action {
-    pub const ALL: [Action; 27] = [
+    pub const ALL: [Action; 30] = [
         Action::Quit,
         Action::Help,
         Action::Up,
@@ -49,6 +52,8 @@ impl Action {
         Action::PageDown,
         Action::Home,
         Action::End,
+        Action::First,
+        Action::Last,
         Action::Enter,
         Action::Back,
         Action::Filter,
@@ -68,6 +73,7 @@ impl Action {
         Action::Kill,
         Action::NextPane,
         Action::Events,
+        Action::Suspend,
     ];
 
     /// The name used in `[keys]`.
@@ -81,6 +87,8 @@ impl Action {
             Action::PageDown => "page_down",
             Action::Home => "home",
             Action::End => "end",
+            Action::First => "first",
+            Action::Last => "last",
             Action::Enter => "open",
             Action::Back => "back",
             Action::Filter => "filter",
@@ -100,6 +108,7 @@ impl Action {
             Action::Kill => "kill",
             Action::NextPane => "next_pane",
             Action::Events => "events",
+            Action::Suspend => "suspend",
         }
     }
 
@@ -116,8 +125,10 @@ impl Action {
             Action::Down => "select down",
             Action::PageUp => "page up",
             Action::PageDown => "page down",
-            Action::Home => "first row / start of recording",
-            Action::End => "last row / end of recording",
+            Action::Home => "first row (replay: start of recording)",
+            Action::End => "last row (replay: end of recording)",
+            Action::First => "first row",
+            Action::Last => "last row",
             Action::Enter => "open process (or GPU) view",
             Action::Back => "back / clear filter / close dialog",
             Action::Filter => "filter processes (command, user, container, PID)",
@@ -137,6 +148,7 @@ impl Action {
             Action::Kill => "kill process (SIGKILL)",
             Action::NextPane => "switch focus GPUs / processes",
             Action::Events => "show / hide events pane",
+            Action::Suspend => "suspend to the shell (fg to return)",
         }
     }
 
@@ -149,8 +161,10 @@ impl Action {
             Action::Down => &["down", "j"],
             Action::PageUp => &["pgup", "ctrl-b"],
             Action::PageDown => &["pgdn", "ctrl-f"],
-            Action::Home => &["home", "g"],
-            Action::End => &["end", "G"],
+            Action::Home => &["home"],
+            Action::End => &["end"],
+            Action::First => &["g"],
+            Action::Last => &["G"],
             Action::Enter => &["enter", "l"],
             Action::Back => &["esc", "h", "backspace"],
             Action::Filter => &["/", "f3"],
@@ -170,6 +184,7 @@ impl Action {
             Action::Kill => &["K"],
             Action::NextPane => &["tab"],
             Action::Events => &["e"],
+            Action::Suspend => &["ctrl-z"],
         }
     }
 }

@@ -1,0 +1,699 @@
+//! The one owner of state. `App::update(Event) -> Option<Action>` is the
+//! only mutator (The Elm Architecture); the UI draws `&App`.
+
+pub mod action;
+pub mod event;
+pub mod rows;
+pub mod view;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
+
+use crate::config::keys::Action as Intent;
+use crate::config::{Column, Config};
+use crate::history::{History, ProcId, ProcSeries};
+use crate::model::{Event as ModelEvent, Millis, Snapshot, SystemInfo};
+
+pub use action::Action;
+pub use event::{Event, Outcome, RecordingStatus};
+use rows::Row;
+pub use view::{Dialog, Pane, Playback, Screen, Signal, Sort, ViewState};
+
+/// How many events the events pane keeps.
+const EVENTS_KEPT: usize = 500;
+
+/// Live sampling or a recording played back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Live,
+    Replay(Playback),
+}
+
+/// How times are shown: local time for people, UTC for tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    Local,
+    Utc,
+}
+
+impl Clock {
+    /// `HH:MM:SS` of a unix-ms time.
+    pub fn hms(self, t_ms: Millis) -> String {
+        use chrono::{DateTime, Local, Utc};
+        let Some(utc) = DateTime::<Utc>::from_timestamp_millis(t_ms as i64) else {
+            return "--:--:--".into();
+        };
+        match self {
+            Clock::Local => utc.with_timezone(&Local).format("%H:%M:%S").to_string(),
+            Clock::Utc => utc.format("%H:%M:%S").to_string(),
+        }
+    }
+}
+
+/// A line shown at the bottom for a few seconds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    pub text: String,
+    pub ok: bool,
+    pub t_ms: Millis,
+}
+
+/// Recording state for the header.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordingState {
+    pub path: String,
+    pub bytes: u64,
+    pub warning: Option<String>,
+}
+
+/// What the analysis says about a GPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuInsight {
+    /// Growth of used memory, bytes/s.
+    pub rate_bps: f64,
+    /// Full in this many seconds (low, high), when growth is sustained.
+    pub full_in_s: Option<(f64, f64)>,
+}
+
+/// What the analysis says about a process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcInsight {
+    pub rate_bps: f64,
+    pub phase: String,
+    pub leak: bool,
+    /// Reaches the GPU's free memory in (low, high) seconds.
+    pub full_in_s: Option<(f64, f64)>,
+}
+
+/// Facts read on demand for the drill-down.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Detail {
+    pub id: Option<ProcId>,
+    pub cwd: Option<String>,
+}
+
+/// Everything the dashboard knows.
+pub struct App {
+    pub config: Config,
+    pub system: Arc<SystemInfo>,
+    pub history: History,
+    pub view: ViewState,
+    pub mode: Mode,
+    /// The user running vramwatch: other users' processes are dimmed.
+    pub me: String,
+    pub read_only: bool,
+    /// Processes are simulated: signals are not sent.
+    pub simulated: bool,
+    pub clock: Clock,
+    pub events: VecDeque<ModelEvent>,
+    pub message: Option<Message>,
+    pub recording: Option<RecordingState>,
+    pub detail: Detail,
+    pub theme: crate::ui::theme::Theme,
+    /// Newest sample time seen (live) or the recording's end (replay).
+    pub now_ms: Millis,
+    pub quit: bool,
+}
+
+impl App {
+    pub fn new(config: Config, system: Arc<SystemInfo>, mode: Mode, me: String) -> App {
+        let s = &config.sampling;
+        let interval_ms = s.interval.as_millis().max(1) as u64;
+        let cap = (s.history.as_millis() as u64 / interval_ms).max(2) as usize;
+        let history = History::new(cap, interval_ms, s.exited_keep.as_millis() as u64);
+        let mut view = ViewState::default();
+        if let Mode::Replay(_) = mode {
+            view.cursor = Some(0);
+        }
+        let theme = crate::ui::theme::Theme::new(config.display.theme, crate::ui::theme::Depth::TrueColor);
+        App {
+            config,
+            system,
+            history,
+            view,
+            mode,
+            me,
+            read_only: false,
+            simulated: false,
+            clock: Clock::Local,
+            events: VecDeque::new(),
+            message: None,
+            recording: None,
+            detail: Detail::default(),
+            theme,
+            now_ms: 0,
+            quit: false,
+        }
+    }
+
+    // ---- derived state --------------------------------------------------
+
+    /// The slot on screen: the cursor when paused or replaying, else the newest.
+    pub fn slot(&self) -> Option<u64> {
+        match self.view.cursor {
+            Some(c) => Some(c.clamp(self.history.first_slot(), self.history.last_slot().unwrap_or(c))),
+            None => self.history.last_slot(),
+        }
+    }
+
+    /// Time of the slot on screen.
+    pub fn shown_ms(&self) -> Millis {
+        self.slot().and_then(|s| self.history.time_at(s)).unwrap_or(self.now_ms)
+    }
+
+    pub fn paused(&self) -> bool {
+        matches!(self.mode, Mode::Live) && self.view.cursor.is_some()
+    }
+
+    /// Growth of a process in bytes/s, where known.
+    pub fn rate_of(&self, s: &ProcSeries) -> Option<f64> {
+        self.proc_insight(&s.id).map(|i| i.rate_bps)
+    }
+
+    /// The analysis of GPU `index` (not wired yet: the analysis module is
+    /// being built).
+    pub fn gpu_insight(&self, _index: usize) -> Option<GpuInsight> {
+        None
+    }
+
+    /// The analysis of a process (not wired yet).
+    pub fn proc_insight(&self, _id: &ProcId) -> Option<ProcInsight> {
+        None
+    }
+
+    /// The PyTorch allocator's figures for the drill-down (not wired yet).
+    pub fn allocator_lines(&self, _id: &ProcId) -> Option<Vec<ratatui::text::Line<'static>>> {
+        None
+    }
+
+    /// The process table as shown.
+    pub fn rows(&self) -> Vec<Row<'_>> {
+        let Some(slot) = self.slot() else {
+            return Vec::new();
+        };
+        rows::rows_at(
+            &self.history,
+            slot,
+            &self.view.filter,
+            self.view.sort,
+            &|s| self.rate_of(s),
+        )
+    }
+
+    /// Index of the selected row in `rows`.
+    pub fn selected_index(&self, rows: &[Row]) -> Option<usize> {
+        let id = self.view.selected?;
+        rows.iter().position(|r| r.id() == id)
+    }
+
+    /// Process table rows that fit on screen.
+    pub fn table_height(&self) -> usize {
+        crate::ui::layout::table_rows(
+            self.view.size,
+            self.system.gpus.len(),
+            self.view.show_events,
+            self.replaying(),
+        )
+    }
+
+    pub fn is_mine(&self, s: &ProcSeries) -> bool {
+        s.facts.user.as_deref() == Some(self.me.as_str())
+    }
+
+    // ---- the mutator ------------------------------------------------------
+
+    pub fn update(&mut self, event: Event) -> Option<Action> {
+        match event {
+            Event::Key(k) => self.on_key(k),
+            Event::Mouse(m) => self.on_mouse(m),
+            Event::Resize(w, h) => {
+                self.view.size = (w, h);
+                self.keep_selection_visible();
+                None
+            }
+            Event::Snapshot(s) => self.on_snapshot(&s),
+            Event::PlayTick => {
+                self.step(1);
+                None
+            }
+            Event::Outcome(o) => {
+                self.say(o.text, o.ok);
+                None
+            }
+            Event::Detail { id, cwd } => {
+                self.detail = Detail { id: Some(id), cwd };
+                None
+            }
+            Event::Recording(r) => {
+                match r {
+                    RecordingStatus::Started { path } => {
+                        self.say(format!("recording to {path}"), true);
+                        self.recording = Some(RecordingState {
+                            path,
+                            ..Default::default()
+                        });
+                    }
+                    RecordingStatus::Progress { bytes } => {
+                        if let Some(r) = &mut self.recording {
+                            r.bytes = bytes;
+                        }
+                    }
+                    RecordingStatus::Warning { text } => {
+                        self.say(format!("recording: {text}"), false);
+                        if let Some(r) = &mut self.recording {
+                            r.warning = Some(text);
+                        }
+                    }
+                    RecordingStatus::Stopped => {
+                        if let Some(r) = self.recording.take() {
+                            self.say(format!("recording stopped: {}", r.path), true);
+                        }
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Adds a snapshot to History (live, or while loading a recording).
+    pub fn on_snapshot(&mut self, s: &Snapshot) -> Option<Action> {
+        self.history.push(s);
+        self.now_ms = self.now_ms.max(s.t_ms);
+        for e in &s.events {
+            if self.events.len() >= EVENTS_KEPT {
+                self.events.pop_front();
+            }
+            self.events.push_back(e.clone());
+        }
+        if let Some(c) = self.view.cursor {
+            // Paused on a slot that history has since dropped.
+            self.view.cursor = Some(c.max(self.history.first_slot()));
+        }
+        self.fix_selection();
+        None
+    }
+
+    fn say(&mut self, text: String, ok: bool) {
+        self.message = Some(Message {
+            text,
+            ok,
+            t_ms: self.now_ms,
+        });
+    }
+
+    /// Keeps a valid selection: the same process if it is still listed,
+    /// else the row at the same place.
+    fn fix_selection(&mut self) {
+        let rows = self.rows();
+        let ids: Vec<ProcId> = rows.iter().map(Row::id).collect();
+        drop(rows);
+        if ids.is_empty() {
+            self.view.selected = None;
+            self.view.offset = 0;
+            return;
+        }
+        if self.view.selected.is_none_or(|s| !ids.contains(&s)) {
+            let i = self.view.offset.min(ids.len() - 1);
+            self.view.selected = Some(ids[i]);
+        }
+        self.keep_selection_visible();
+    }
+
+    fn keep_selection_visible(&mut self) {
+        let rows = self.rows();
+        let n = rows.len();
+        let sel = self.selected_index(&rows).unwrap_or(0);
+        drop(rows);
+        let h = self.table_height().max(1);
+        if sel < self.view.offset {
+            self.view.offset = sel;
+        } else if sel >= self.view.offset + h {
+            self.view.offset = sel + 1 - h;
+        }
+        self.view.offset = self.view.offset.min(n.saturating_sub(h));
+    }
+
+    fn move_selection(&mut self, delta: isize) {
+        let rows = self.rows();
+        if rows.is_empty() {
+            return;
+        }
+        let cur = self.selected_index(&rows).unwrap_or(0) as isize;
+        let next = (cur + delta).clamp(0, rows.len() as isize - 1) as usize;
+        let id = rows[next].id();
+        drop(rows);
+        self.view.selected = Some(id);
+        self.keep_selection_visible();
+    }
+
+    /// Moves the time cursor by `delta` slots (pausing live mode).
+    fn step(&mut self, delta: i64) {
+        let Some(last) = self.history.last_slot() else {
+            return;
+        };
+        let first = self.history.first_slot();
+        let cur = self.view.cursor.unwrap_or(last);
+        let next = (cur as i64 + delta).clamp(first as i64, last as i64) as u64;
+        self.view.cursor = Some(next);
+        if let Mode::Replay(p) = &mut self.mode
+            && next == last
+        {
+            p.playing = false;
+        }
+        self.fix_selection();
+    }
+
+    fn jump_to(&mut self, slot: u64) {
+        self.view.cursor = Some(slot);
+        if let Mode::Replay(p) = &mut self.mode {
+            p.playing = false;
+        }
+        self.fix_selection();
+    }
+
+    /// The slot of the nearest event before (`dir < 0`) or after the cursor.
+    fn event_slot(&self, forward: bool) -> Option<u64> {
+        let cur = self.shown_ms();
+        let t = if forward {
+            self.events.iter().map(|e| e.t_ms).filter(|&t| t > cur).min()
+        } else {
+            self.events.iter().map(|e| e.t_ms).filter(|&t| t < cur).max()
+        }?;
+        self.history.slot_at_time(t)
+    }
+
+    fn on_mouse(&mut self, m: crossterm::event::MouseEvent) -> Option<Action> {
+        if !self.config.display.mouse || self.view.screen() != Screen::Overview {
+            return None;
+        }
+        match m.kind {
+            MouseEventKind::ScrollDown => self.move_selection(3),
+            MouseEventKind::ScrollUp => self.move_selection(-3),
+            MouseEventKind::Down(crossterm::event::MouseButton::Left) => {
+                let area = crate::ui::layout::table_body(
+                    self.view.size,
+                    self.system.gpus.len(),
+                    self.view.show_events,
+                    self.replaying(),
+                );
+                if m.row >= area.y && m.row < area.y + area.height {
+                    let i = self.view.offset + (m.row - area.y) as usize;
+                    let id = self.rows().get(i).map(Row::id);
+                    if let Some(id) = id {
+                        self.view.selected = Some(id);
+                        self.view.focus = Pane::Procs;
+                    }
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn on_key(&mut self, k: KeyEvent) -> Option<Action> {
+        if k.kind == KeyEventKind::Release {
+            return None;
+        }
+        if self.view.dialog.is_some() {
+            return self.on_dialog_key(k);
+        }
+        if self.view.filter_editing {
+            self.on_filter_key(k);
+            return None;
+        }
+        let intent = self.config.keys.action(&k)?;
+        if self.view.screen() == Screen::Help {
+            return match intent {
+                Intent::Quit => Some(Action::Quit),
+                Intent::Help | Intent::Back | Intent::Enter => {
+                    self.view.pop();
+                    None
+                }
+                _ => None,
+            };
+        }
+        self.on_intent(intent)
+    }
+
+    fn on_dialog_key(&mut self, k: KeyEvent) -> Option<Action> {
+        let confirm = matches!(k.code, KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter);
+        let cancel = matches!(k.code, KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc)
+            || self.config.keys.action(&k) == Some(Intent::Back);
+        if confirm {
+            let Some(Dialog::ConfirmSignal { id, signal, .. }) = self.view.dialog.take() else {
+                return None;
+            };
+            return Some(Action::Signal { id, signal });
+        }
+        if cancel {
+            self.view.dialog = None;
+        }
+        None
+    }
+
+    fn on_filter_key(&mut self, k: KeyEvent) {
+        match k.code {
+            KeyCode::Enter => self.view.filter_editing = false,
+            KeyCode::Esc => {
+                self.view.filter_editing = false;
+                self.view.filter.clear();
+            }
+            KeyCode::Backspace => {
+                self.view.filter.pop();
+            }
+            KeyCode::Char(c) if !k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) => {
+                if self.view.filter.chars().count() < 64 {
+                    self.view.filter.push(c);
+                }
+            }
+            KeyCode::Char('c') => {
+                self.view.filter_editing = false;
+                self.view.filter.clear();
+            }
+            _ => {}
+        }
+        self.view.offset = 0;
+        self.fix_selection();
+    }
+
+    fn replaying(&self) -> bool {
+        matches!(self.mode, Mode::Replay(_))
+    }
+
+    fn on_intent(&mut self, intent: Intent) -> Option<Action> {
+        let screen = self.view.screen();
+        let page = self.table_height().max(1) as isize;
+        match intent {
+            Intent::Quit => return Some(Action::Quit),
+            Intent::Help => self.view.push(Screen::Help),
+            Intent::Up | Intent::Down => {
+                let d = if intent == Intent::Up { -1 } else { 1 };
+                match (screen, self.view.focus) {
+                    (Screen::Overview, Pane::Procs) => self.move_selection(d),
+                    (Screen::Overview, Pane::Gpus) | (Screen::Gpu(_), _) => {
+                        let n = self.system.gpus.len().max(1) as isize;
+                        let g = (self.view.selected_gpu as isize + d).clamp(0, n - 1) as usize;
+                        self.view.selected_gpu = g;
+                        if let Screen::Gpu(_) = screen {
+                            self.view.stack.pop();
+                            self.view.push(Screen::Gpu(g));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Intent::PageUp => self.move_selection(-page),
+            Intent::PageDown => self.move_selection(page),
+            Intent::First => self.move_selection(isize::MIN / 2),
+            Intent::Last => self.move_selection(isize::MAX / 2),
+            Intent::Home | Intent::End => {
+                let home = intent == Intent::Home;
+                if self.replaying() {
+                    let target = if home {
+                        Some(self.history.first_slot())
+                    } else {
+                        self.history.last_slot()
+                    };
+                    if let Some(t) = target {
+                        self.jump_to(t);
+                    }
+                } else {
+                    self.move_selection(if home { isize::MIN / 2 } else { isize::MAX / 2 });
+                }
+            }
+            Intent::Enter => match (screen, self.view.focus) {
+                (Screen::Overview, Pane::Procs) => {
+                    if let Some(id) = self.view.selected {
+                        self.view.push(Screen::Process(id));
+                        self.detail = Detail::default();
+                        return Some(Action::Inspect(id));
+                    }
+                }
+                (Screen::Overview, Pane::Gpus) => self.view.push(Screen::Gpu(self.view.selected_gpu)),
+                _ => {}
+            },
+            Intent::Back => {
+                if !self.view.filter.is_empty() && screen == Screen::Overview {
+                    self.view.filter.clear();
+                    self.fix_selection();
+                } else if !self.view.pop() && self.paused() {
+                    self.view.cursor = None;
+                    self.fix_selection();
+                }
+            }
+            Intent::Filter => {
+                if screen == Screen::Overview {
+                    self.view.filter_editing = true;
+                    self.view.focus = Pane::Procs;
+                }
+            }
+            Intent::SortNext | Intent::SortNextColumn | Intent::SortPrev => {
+                let cols: Vec<Column> = crate::ui::process_table::sortable_columns(&self.config.display.columns);
+                if !cols.is_empty() {
+                    let i = cols.iter().position(|c| *c == self.view.sort.column).unwrap_or(0) as isize;
+                    let d = if intent == Intent::SortPrev { -1 } else { 1 };
+                    let n = cols.len() as isize;
+                    let next = cols[((i + d).rem_euclid(n)) as usize];
+                    // Numbers sort biggest first, names A to Z.
+                    let descending = !matches!(
+                        next,
+                        Column::User | Column::Container | Column::Command | Column::Kind | Column::Gpu | Column::Pid
+                    );
+                    self.view.sort = Sort {
+                        column: next,
+                        descending,
+                    };
+                    self.keep_selection_visible();
+                }
+            }
+            Intent::InvertSort => {
+                self.view.sort.descending = !self.view.sort.descending;
+                self.keep_selection_visible();
+            }
+            Intent::Pause => match &mut self.mode {
+                Mode::Replay(p) => {
+                    if !p.playing && self.view.cursor == self.history.last_slot() {
+                        // At the end: play from the start again.
+                        self.view.cursor = Some(self.history.first_slot());
+                    }
+                    if let Mode::Replay(p) = &mut self.mode {
+                        p.playing = !p.playing;
+                    }
+                }
+                Mode::Live => {
+                    self.view.cursor = match self.view.cursor {
+                        Some(_) => None,
+                        None => self.history.last_slot(),
+                    };
+                    self.fix_selection();
+                }
+            },
+            Intent::StepBack => {
+                self.step(-1);
+                if let Mode::Replay(p) = &mut self.mode {
+                    p.playing = false;
+                }
+            }
+            Intent::StepForward => {
+                if self.paused() && self.view.cursor == self.history.last_slot() {
+                    // Stepping past the newest sample returns to live.
+                    self.view.cursor = None;
+                } else {
+                    self.step(1);
+                    if let Mode::Replay(p) = &mut self.mode {
+                        p.playing = false;
+                    }
+                }
+            }
+            Intent::PrevEvent | Intent::NextEvent => {
+                match self.event_slot(intent == Intent::NextEvent) {
+                    Some(s) => self.jump_to(s),
+                    None => self.say("no more events that way".into(), true),
+                }
+            }
+            Intent::Faster | Intent::Slower => {
+                if let Mode::Replay(p) = &mut self.mode {
+                    p.speed = if intent == Intent::Faster {
+                        (p.speed * 2).min(view::MAX_SPEED)
+                    } else {
+                        (p.speed / 2).max(1)
+                    };
+                }
+            }
+            Intent::Record => {
+                if self.replaying() {
+                    self.say("recording is for live monitoring; this is a replay".into(), false);
+                } else {
+                    return Some(Action::ToggleRecording);
+                }
+            }
+            Intent::Terminate | Intent::Kill => {
+                let signal = if intent == Intent::Kill { Signal::Kill } else { Signal::Term };
+                self.ask_signal(signal);
+            }
+            Intent::NextPane => {
+                if screen == Screen::Overview {
+                    self.view.focus = match self.view.focus {
+                        Pane::Gpus => Pane::Procs,
+                        Pane::Procs => Pane::Gpus,
+                    };
+                }
+            }
+            Intent::Events => {
+                self.view.show_events = !self.view.show_events;
+                self.keep_selection_visible();
+            }
+            Intent::Suspend => return Some(Action::Suspend),
+        }
+        None
+    }
+
+    fn ask_signal(&mut self, signal: Signal) {
+        if self.read_only {
+            self.say("read-only mode: terminate and kill are disabled".into(), false);
+            return;
+        }
+        if self.replaying() {
+            self.say("cannot signal processes in a replay".into(), false);
+            return;
+        }
+        let id = match self.view.screen() {
+            Screen::Process(id) => Some(id),
+            _ => self.view.selected,
+        };
+        let Some(id) = id else {
+            self.say("no process selected".into(), false);
+            return;
+        };
+        let Some(s) = self.history.process(&id) else {
+            return;
+        };
+        if s.last_slot != self.history.last_slot().unwrap_or(0) {
+            self.say(format!("PID {} has exited", id.key.pid), false);
+            return;
+        }
+        let start_ms = if id.key.start_time > 0 {
+            id.key.start_time * 1000
+        } else {
+            s.first_seen_ms
+        };
+        self.view.dialog = Some(Dialog::ConfirmSignal {
+            id,
+            signal,
+            user: s.facts.user.as_deref().unwrap_or("?").to_owned(),
+            command: s
+                .facts
+                .command
+                .as_deref()
+                .or(s.facts.name.as_deref())
+                .unwrap_or("?")
+                .to_owned(),
+            age_s: self.now_ms.saturating_sub(start_ms) / 1000,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

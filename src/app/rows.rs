@@ -1,0 +1,248 @@
+//! The process table's rows at one moment: filtered and sorted. A pure
+//! function of History and view state, shared by `update` (selection,
+//! paging) and the UI (drawing), so both see the same order.
+
+use std::cmp::Ordering;
+
+use crate::config::Column;
+use crate::history::{History, ProcId, ProcPoint, ProcSeries};
+use crate::model::Millis;
+
+use super::view::Sort;
+
+/// One line of the table.
+#[derive(Clone, Debug)]
+pub struct Row<'a> {
+    pub series: &'a ProcSeries,
+    /// `None` for an exited process (its last point is in `last`).
+    pub point: Option<&'a ProcPoint>,
+    /// The newest point it has (for exited processes: the last before exit).
+    pub last: Option<&'a ProcPoint>,
+    pub exited: bool,
+    /// Share of its GPU's total memory, %.
+    pub mem_pct: Option<f64>,
+    /// Growth in bytes/s, when known (from the analysis).
+    pub rate: Option<f64>,
+}
+
+impl Row<'_> {
+    pub fn id(&self) -> ProcId {
+        self.series.id
+    }
+
+    pub fn mem(&self) -> Option<u64> {
+        self.point.and_then(|p| p.mem)
+    }
+
+    pub fn age_s(&self, now_ms: Millis) -> u64 {
+        let start = if self.series.id.key.start_time > 0 {
+            self.series.id.key.start_time * 1000
+        } else {
+            self.series.first_seen_ms
+        };
+        now_ms.saturating_sub(start) / 1000
+    }
+}
+
+/// Case-insensitive substring over command, name, user, container and PID.
+pub fn matches(s: &ProcSeries, filter: &str) -> bool {
+    if filter.is_empty() {
+        return true;
+    }
+    let needle = filter.to_lowercase();
+    let f = &s.facts;
+    let texts = [
+        f.command.as_deref(),
+        f.name.as_deref(),
+        f.user.as_deref(),
+        f.container.as_deref(),
+    ];
+    texts
+        .into_iter()
+        .flatten()
+        .any(|t| t.to_lowercase().contains(&needle))
+        || s.id.key.pid.to_string().contains(&needle)
+        || f.ns_pid.is_some_and(|p| p.to_string().contains(&needle))
+}
+
+/// Rows listed at `slot`, filtered and sorted. `rate` gives a process's
+/// growth (bytes/s) where the analysis knows it.
+pub fn rows_at<'a>(
+    history: &'a History,
+    slot: u64,
+    filter: &str,
+    sort: Sort,
+    rate: &dyn Fn(&ProcSeries) -> Option<f64>,
+) -> Vec<Row<'a>> {
+    let totals: Vec<Option<u64>> = (0..history.gpu_count())
+        .map(|i| history.gpu_at(i, slot).and_then(|g| g.mem.map(|m| m.total)))
+        .collect();
+    let mut rows: Vec<Row<'a>> = history
+        .processes_at(slot)
+        .into_iter()
+        .filter(|(s, _)| matches(s, filter))
+        .map(|(s, exited)| {
+            let point = if exited { None } else { s.at(slot) };
+            let last = point.or_else(|| s.at(s.last_slot));
+            let total = totals.get(s.id.gpu as usize).copied().flatten();
+            let mem_pct = match (point.and_then(|p| p.mem), total) {
+                (Some(m), Some(t)) if t > 0 => Some(m as f64 * 100.0 / t as f64),
+                _ => None,
+            };
+            Row {
+                series: s,
+                point,
+                last,
+                exited,
+                mem_pct,
+                rate: if exited { None } else { rate(s) },
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        // Exited processes go last whatever the sort.
+        a.exited
+            .cmp(&b.exited)
+            .then_with(|| {
+                let o = compare(a, b, sort.column);
+                if sort.descending { o.reverse() } else { o }
+            })
+            .then_with(|| a.id().cmp(&b.id()))
+    });
+    rows
+}
+
+fn cmp_opt<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Ordering {
+    match (a, b) {
+        (Some(a), Some(b)) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+        (Some(_), None) => Ordering::Greater,
+        (None, Some(_)) => Ordering::Less,
+        (None, None) => Ordering::Equal,
+    }
+}
+
+fn compare(a: &Row, b: &Row, column: Column) -> Ordering {
+    let fa = &a.series.facts;
+    let fb = &b.series.facts;
+    match column {
+        Column::Gpu => a.id().gpu.cmp(&b.id().gpu),
+        Column::Pid => a.id().key.pid.cmp(&b.id().key.pid),
+        Column::User => fa.user.cmp(&fb.user),
+        Column::Container => fa.container.cmp(&fb.container),
+        Column::Kind => fa.kind.letter().cmp(fb.kind.letter()),
+        Column::Memory | Column::MemoryPct => cmp_opt(a.mem(), b.mem()),
+        Column::Trend => cmp_opt(a.rate, b.rate),
+        Column::Peak => cmp_opt(a.series.peak.map(|p| p.0), b.series.peak.map(|p| p.0)),
+        Column::Sm => cmp_opt(a.last.and_then(|p| p.sm_util), b.last.and_then(|p| p.sm_util)),
+        Column::Cpu => cmp_opt(a.last.and_then(|p| p.cpu_pct), b.last.and_then(|p| p.cpu_pct)),
+        Column::Rss => cmp_opt(a.last.and_then(|p| p.rss), b.last.and_then(|p| p.rss)),
+        // Older first when ascending: sort by start, reversed.
+        Column::Age => b.series.first_seen_ms.cmp(&a.series.first_seen_ms),
+        Column::Command => fa.command.cmp(&fb.command),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{GpuSample, MemInfo, ProcSample, Snapshot};
+
+    fn history() -> History {
+        let mut h = History::new(100, 1000, 60_000);
+        let p = |pid, mem, user: &str, cmd: &str| ProcSample {
+            pid,
+            start_time: 5,
+            gpu: 0,
+            mem: Some(mem),
+            sm_util: Some(pid % 100),
+            user: Some(user.into()),
+            command: Some(cmd.into()),
+            ..Default::default()
+        };
+        let gpu = GpuSample {
+            index: 0,
+            mem: Some(MemInfo {
+                used: 600,
+                reserved: 0,
+                free: 400,
+                total: 1000,
+            }),
+            ..Default::default()
+        };
+        h.push(&Snapshot {
+            t_ms: 1000,
+            gpus: vec![gpu.clone()],
+            procs: vec![
+                p(10, 100, "alice", "python train.py"),
+                p(11, 300, "bob", "vllm serve"),
+                p(12, 200, "alice", "jupyter"),
+                p(13, 50, "carol", "gone soon"),
+            ],
+            ..Default::default()
+        });
+        h.push(&Snapshot {
+            t_ms: 2000,
+            gpus: vec![gpu],
+            procs: vec![
+                p(10, 100, "alice", "python train.py"),
+                p(11, 300, "bob", "vllm serve"),
+                p(12, 200, "alice", "jupyter"),
+            ],
+            ..Default::default()
+        });
+        h
+    }
+
+    fn pids(rows: &[Row]) -> Vec<u32> {
+        rows.iter().map(|r| r.id().key.pid).collect()
+    }
+
+    #[test]
+    fn default_sort_is_memory_descending_with_exited_last() {
+        let h = history();
+        let rows = rows_at(&h, 1, "", Sort::default(), &|_| None);
+        assert_eq!(pids(&rows), vec![11, 12, 10, 13]);
+        assert!(rows[3].exited && rows[3].point.is_none() && rows[3].last.is_some());
+        assert_eq!(rows[0].mem_pct, Some(30.0));
+    }
+
+    #[test]
+    fn sorting_by_other_columns_and_inverting() {
+        let h = history();
+        let by = |column, descending| {
+            pids(&rows_at(&h, 1, "", Sort { column, descending }, &|_| None))
+        };
+        assert_eq!(by(Column::Pid, false), vec![10, 11, 12, 13]);
+        assert_eq!(by(Column::Pid, true), vec![12, 11, 10, 13]);
+        assert_eq!(by(Column::User, false), vec![10, 12, 11, 13]);
+        assert_eq!(by(Column::Command, false), vec![12, 10, 11, 13]);
+    }
+
+    #[test]
+    fn filter_matches_command_user_container_and_pid() {
+        let h = history();
+        let f = |s: &str| pids(&rows_at(&h, 1, s, Sort::default(), &|_| None));
+        assert_eq!(f("ALICE"), vec![12, 10]);
+        assert_eq!(f("vllm"), vec![11]);
+        assert_eq!(f("12"), vec![12]);
+        assert!(f("nothing-like-this").is_empty());
+    }
+
+    #[test]
+    fn growth_rates_come_from_the_caller_and_sort() {
+        let h = history();
+        let rate = |s: &ProcSeries| Some(s.id.key.pid as f64);
+        let rows = rows_at(
+            &h,
+            1,
+            "",
+            Sort {
+                column: Column::Trend,
+                descending: true,
+            },
+            &rate,
+        );
+        assert_eq!(pids(&rows), vec![12, 11, 10, 13]);
+        assert_eq!(rows[3].rate, None, "exited processes have no trend");
+    }
+}

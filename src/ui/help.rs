@@ -1,0 +1,65 @@
+//! The help screen: every key, generated from the key map, and what the
+//! marks on screen mean.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use crate::app::App;
+use crate::config::keys::Action;
+use crate::ui::layout::centered;
+
+pub struct Help<'a>(pub &'a App);
+
+/// One line per action: keys, then what it does.
+pub fn key_lines(app: &App) -> Vec<(String, &'static str)> {
+    Action::ALL
+        .iter()
+        .map(|a| (app.config.keys.label(*a), a.describe()))
+        .collect()
+}
+
+impl Widget for &Help<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let app = self.0;
+        let t = &app.theme;
+        let keys = key_lines(app);
+        let key_w = keys.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(8).min(24);
+        let mut lines: Vec<Line> = keys
+            .into_iter()
+            .map(|(k, d)| {
+                Line::from(vec![
+                    Span::styled(format!(" {k:>key_w$}  "), t.accent),
+                    Span::raw(d),
+                ])
+            })
+            .collect();
+        lines.push(Line::raw(""));
+        let legend: [(&str, &str); 8] = [
+            ("█ ▒ ░", "memory used, reserved by the driver, free"),
+            ("┃", "highest memory seen since start (fast lane included)"),
+            ("▲ ‼", "over the warn / critical threshold (also shown in colour)"),
+            ("▲12M/s ▼ ─", "growing, shrinking, flat; LEAK = growth sustained"),
+            ("dim", "another user's process; italic = exited"),
+            ("unaccounted", "device memory no listed process holds"),
+            ("mem sparkline", "highest memory within each interval"),
+            ("N/A", "the GPU does not report this figure"),
+        ];
+        for (sym, what) in legend {
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {sym:>key_w$}  "), t.label),
+                Span::styled(what, t.dim),
+            ]));
+        }
+        let h = (lines.len() as u16 + 2).min(area.height);
+        let w = (key_w as u16 + 62).min(area.width);
+        let r = centered(area, w, h);
+        Clear.render(r, buf);
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(t.focus_border)
+            .title(Span::styled(" help · Esc or ? to close ", t.title));
+        Paragraph::new(lines).block(block).render(r, buf);
+    }
+}

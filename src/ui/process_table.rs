@@ -1,0 +1,277 @@
+//! The process table: one row per process per GPU, sorted and filtered,
+//! columns dropped by priority when the terminal is narrow. Other users'
+//! processes are dimmed; exited ones stay a while, marked.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row as TableRow, Table, Widget};
+
+use crate::app::rows::Row;
+use crate::app::{App, Pane};
+use crate::config::Column;
+use crate::model::units::{MIB, bytes_short, duration_short, rate_short};
+
+/// Growth below this (bytes/s) shows as flat.
+pub const FLAT_BPS: f64 = 1.0 * MIB as f64;
+
+/// (fixed width, drop priority: higher goes first when narrow).
+fn spec(c: Column) -> (u16, u8) {
+    match c {
+        Column::Gpu => (3, 1),
+        Column::Pid => (7, 0),
+        Column::User => (9, 3),
+        Column::Container => (12, 7),
+        Column::Kind => (4, 8),
+        Column::Memory => (8, 0),
+        Column::MemoryPct => (5, 5),
+        Column::Trend => (12, 2),
+        Column::Peak => (7, 4),
+        Column::Sm => (4, 3),
+        Column::Cpu => (5, 6),
+        Column::Rss => (7, 6),
+        Column::Age => (6, 5),
+        Column::Command => (0, 0),
+    }
+}
+
+pub fn title(c: Column) -> &'static str {
+    match c {
+        Column::Gpu => "GPU",
+        Column::Pid => "PID",
+        Column::User => "USER",
+        Column::Container => "CONTAINER",
+        Column::Kind => "TYPE",
+        Column::Memory => "GPU MEM",
+        Column::MemoryPct => "MEM%",
+        Column::Trend => "TREND",
+        Column::Peak => "PEAK",
+        Column::Sm => "SM%",
+        Column::Cpu => "CPU%",
+        Column::Rss => "RSS",
+        Column::Age => "AGE",
+        Column::Command => "COMMAND",
+    }
+}
+
+/// The command column gets at least a quarter of the width (12..=40).
+pub fn command_width(width: u16) -> u16 {
+    (width / 4).clamp(12, 40)
+}
+
+/// The columns `s`, `<` and `>` cycle through.
+pub fn sortable_columns(configured: &[Column]) -> Vec<Column> {
+    configured
+        .iter()
+        .copied()
+        .filter(|c| *c != Column::MemoryPct)
+        .collect()
+}
+
+/// Columns that fit in `width`, in configured order; COMMAND takes the rest.
+pub fn fit_columns(configured: &[Column], width: u16) -> Vec<Column> {
+    let mut cols: Vec<Column> = configured.to_vec();
+    let command_min = command_width(width);
+    let need = |cols: &[Column]| -> u16 {
+        cols.iter().map(|c| spec(*c).0 + 1).sum::<u16>()
+            + if cols.contains(&Column::Command) { command_min } else { 0 }
+    };
+    while need(&cols) > width {
+        let Some((i, _)) = cols
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| spec(**c).1 > 0)
+            .max_by_key(|(i, c)| (spec(**c).1, *i))
+        else {
+            break;
+        };
+        cols.remove(i);
+    }
+    cols
+}
+
+/// The trend cell: ▲ growing, ▼ shrinking, ─ flat, or "exited".
+pub fn trend(app: &App, r: &Row) -> (String, Style) {
+    let t = &app.theme;
+    if r.exited {
+        return ("exited".into(), t.exited);
+    }
+    let leaking = app.proc_insight(&r.id()).is_some_and(|i| i.leak);
+    match r.rate {
+        Some(v) if v >= FLAT_BPS => {
+            let s = format!("▲{}", rate_short(v).trim_start_matches('+'));
+            let s = if leaking { format!("{s} LEAK") } else { s };
+            (s, if leaking { t.crit } else { t.warn })
+        }
+        Some(v) if v <= -FLAT_BPS => (format!("▼{}", rate_short(v).trim_start_matches('-')), t.ok),
+        Some(_) => ("─".into(), t.dim),
+        None => ("".into(), t.dim),
+    }
+}
+
+fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
+    let f = &r.series.facts;
+    let last = r.last;
+    match c {
+        Column::Gpu => (r.id().gpu.to_string(), None),
+        Column::Pid => (r.id().key.pid.to_string(), None),
+        Column::User => (f.user.as_deref().unwrap_or("?").to_string(), None),
+        Column::Container => (f.container.as_deref().unwrap_or("-").to_string(), None),
+        Column::Kind => (f.kind.letter().to_string(), None),
+        Column::Memory => (
+            r.mem().or(last.and_then(|p| p.mem)).map_or("N/A".into(), bytes_short),
+            None,
+        ),
+        Column::MemoryPct => (r.mem_pct.map_or("".into(), |p| format!("{p:.1}")), None),
+        Column::Trend => {
+            let (s, st) = trend(app, r);
+            (s, Some(st))
+        }
+        Column::Peak => (r.series.peak.map_or("".into(), |p| bytes_short(p.0)), None),
+        Column::Sm => (last.and_then(|p| p.sm_util).map_or("N/A".into(), |u| u.to_string()), None),
+        Column::Cpu => (last.and_then(|p| p.cpu_pct).map_or("".into(), |c| format!("{c:.0}")), None),
+        Column::Rss => (last.and_then(|p| p.rss).map_or("".into(), bytes_short), None),
+        Column::Age => (duration_short(r.age_s(app.shown_ms())), None),
+        Column::Command => (
+            f.command
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .or(f.name.as_deref())
+                .unwrap_or("?")
+                .to_string(),
+            None,
+        ),
+    }
+}
+
+fn right_aligned(c: Column) -> bool {
+    matches!(
+        c,
+        Column::Pid
+            | Column::Memory
+            | Column::MemoryPct
+            | Column::Peak
+            | Column::Sm
+            | Column::Cpu
+            | Column::Rss
+            | Column::Age
+    )
+}
+
+pub struct ProcessTable<'a>(pub &'a App);
+
+impl Widget for &ProcessTable<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let app = self.0;
+        let t = &app.theme;
+        let rows = app.rows();
+        let cols = fit_columns(&app.config.display.columns, area.width);
+        let sort = app.view.sort;
+        let header: Vec<Cell> = cols
+            .iter()
+            .map(|c| {
+                let mut name = title(*c).to_string();
+                if *c == sort.column || (sort.column == Column::Memory && *c == Column::MemoryPct && !cols.contains(&Column::Memory)) {
+                    name.push(if sort.descending { '▼' } else { '▲' });
+                }
+                let text = if right_aligned(*c) {
+                    Line::from(name).right_aligned()
+                } else {
+                    Line::from(name)
+                };
+                Cell::from(text)
+            })
+            .collect();
+        let header = TableRow::new(header).style(t.header.patch(t.label));
+        if rows.is_empty() {
+            let msg = if app.view.filter.is_empty() {
+                " no processes on any GPU"
+            } else {
+                " no process matches the filter"
+            };
+            let block = Block::default().borders(Borders::NONE);
+            Paragraph::new(vec![
+                Line::from(cols.iter().map(|c| Span::styled(format!("{} ", title(*c)), t.label)).collect::<Vec<_>>()),
+                Line::from(Span::styled(msg, t.dim)),
+            ])
+            .block(block)
+            .render(area, buf);
+            return;
+        }
+        let sel = app.selected_index(&rows);
+        let body_h = area.height.saturating_sub(1) as usize;
+        let start = app.view.offset.min(rows.len().saturating_sub(1));
+        let focus = app.view.focus == Pane::Procs;
+        let table_rows: Vec<TableRow> = rows
+            .iter()
+            .enumerate()
+            .skip(start)
+            .take(body_h)
+            .map(|(i, r)| {
+                let base = if r.exited {
+                    t.exited
+                } else if !app.is_mine(r.series) {
+                    t.other_user
+                } else {
+                    t.text
+                };
+                let cells: Vec<Cell> = cols
+                    .iter()
+                    .map(|c| {
+                        let (s, st) = cell(app, r, *c);
+                        let line = if right_aligned(*c) { Line::from(s).right_aligned() } else { Line::from(s) };
+                        let mut cell = Cell::from(line);
+                        if let Some(st) = st
+                            && !r.exited
+                        {
+                            cell = cell.style(st);
+                        }
+                        cell
+                    })
+                    .collect();
+                let mut style = base;
+                if Some(i) == sel && focus {
+                    style = style.patch(t.selected);
+                }
+                TableRow::new(cells).style(style)
+            })
+            .collect();
+        let widths: Vec<Constraint> = cols
+            .iter()
+            .map(|c| match c {
+                Column::Command => Constraint::Min(12),
+                c => Constraint::Length(spec(*c).0),
+            })
+            .collect();
+        let table = Table::new(table_rows, widths).header(header).column_spacing(1);
+        Widget::render(table, area, buf);
+        // Where we are in a long list.
+        if rows.len() > body_h && area.width > 12 {
+            let label = format!(" {}/{} ", sel.map_or(0, |s| s + 1), rows.len());
+            let x = area.x + area.width - label.len() as u16;
+            buf.set_string(x, area.y, label, t.dim);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrow_tables_drop_low_priority_columns_first() {
+        let all = Column::ALL.to_vec();
+        let wide = fit_columns(&all, 200);
+        assert_eq!(wide, all);
+        let narrow = fit_columns(&all, 80);
+        assert!(narrow.contains(&Column::Pid) && narrow.contains(&Column::Memory));
+        assert!(narrow.contains(&Column::Command) && narrow.contains(&Column::Trend));
+        assert!(!narrow.contains(&Column::Kind) && !narrow.contains(&Column::Container));
+        let need: u16 = narrow.iter().map(|c| spec(*c).0 + 1).sum::<u16>() + command_width(80);
+        assert!(need <= 80);
+        // Never drops the essentials, even when nothing fits.
+        let tiny = fit_columns(&all, 10);
+        assert!(tiny.contains(&Column::Pid) && tiny.contains(&Column::Memory));
+    }
+}

@@ -1,0 +1,200 @@
+//! Drill-down into one process on one GPU: facts, its memory over time
+//! with the peak marked, growth, phase, forecast, and its host figures.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
+
+use crate::app::App;
+use crate::history::{ProcId, ProcSeries};
+use crate::model::units::{GIB, bytes_short, duration_short, rate_short};
+use crate::ui::chart::{Series, TimeChart};
+
+pub struct ProcessView<'a> {
+    pub app: &'a App,
+    pub id: ProcId,
+}
+
+/// (seconds before `slot`, value) for every slot of the window.
+pub fn window_points(
+    app: &App,
+    s: &ProcSeries,
+    slot: u64,
+    span_slots: u64,
+    f: impl Fn(&crate::history::ProcPoint) -> Option<f64>,
+) -> Vec<(f64, Option<f64>)> {
+    let now = app.history.time_at(slot).unwrap_or(0) as f64;
+    let from = slot.saturating_sub(span_slots).max(s.first_slot());
+    (from..=slot)
+        .map(|sl| {
+            let x = (app.history.time_at(sl).unwrap_or(0) as f64 - now) / 1000.0;
+            (x, s.at(sl).and_then(&f))
+        })
+        .collect()
+}
+
+impl Widget for &ProcessView<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let app = self.app;
+        let t = &app.theme;
+        let Some(s) = app.history.process(&self.id) else {
+            Paragraph::new(Span::styled(" this process is no longer in history (Esc to go back)", t.dim))
+                .render(area, buf);
+            return;
+        };
+        let slot = app.slot().unwrap_or(0);
+        let alive = s.at(slot).is_some();
+        let f = &s.facts;
+        let state = if alive { Span::styled(" running ", t.ok) } else { Span::styled(" exited ", t.exited) };
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(t.border)
+            .title(Line::from(vec![
+                Span::styled(format!(" PID {} ", self.id.key.pid), t.title),
+                Span::styled(format!("on GPU {} ", self.id.gpu), t.text),
+            ]))
+            .title(Line::from(state).right_aligned());
+        let inner = block.inner(area);
+        block.render(area, buf);
+        let [facts_a, chart_a, stats_a] = Layout::vertical([
+            Constraint::Length(4),
+            Constraint::Min(6),
+            Constraint::Length(4),
+        ])
+        .areas(inner);
+
+        // Facts.
+        let start_ms = if self.id.key.start_time > 0 {
+            self.id.key.start_time * 1000
+        } else {
+            s.first_seen_ms
+        };
+        let age = app.shown_ms().saturating_sub(start_ms) / 1000;
+        let mut l1 = vec![
+            Span::styled("user ", t.label),
+            Span::raw(f.user.as_deref().unwrap_or("?").to_string()),
+            Span::styled("  type ", t.label),
+            Span::raw(f.kind.letter()),
+            Span::styled("  container ", t.label),
+            Span::raw(f.container.as_deref().unwrap_or("-").to_string()),
+        ];
+        if let Some(ns) = f.ns_pid {
+            l1.push(Span::styled("  PID in container ", t.label));
+            l1.push(Span::raw(ns.to_string()));
+        }
+        l1.push(Span::styled("  started ", t.label));
+        l1.push(Span::raw(format!("{} ({} ago)", app.clock.hms(start_ms), duration_short(age))));
+        let cwd = if app.detail.id == Some(self.id) {
+            app.detail.cwd.clone().unwrap_or_else(|| "(not readable)".into())
+        } else {
+            "…".into()
+        };
+        let lines = vec![
+            Line::from(l1),
+            Line::from(vec![Span::styled("cwd ", t.label), Span::raw(cwd)]),
+            Line::from(vec![
+                Span::styled("command ", t.label),
+                Span::raw(f.command.as_deref().or(f.name.as_deref()).unwrap_or("?").to_string()),
+            ]),
+        ];
+        Paragraph::new(lines).wrap(Wrap { trim: false }).render(facts_a, buf);
+
+        // Memory over time, the peak marked.
+        let span_slots = (chart_a.width as u64 * 2).max(60);
+        let gib = |b: u64| b as f64 / GIB as f64;
+        let mem = window_points(app, s, slot, span_slots, |p| p.mem.map(gib));
+        let peaks = window_points(app, s, slot, span_slots, |p| {
+            // Only where the fast lane saw more than the interval's read.
+            match (p.mem_peak, p.mem) {
+                (Some(pk), Some(m)) if pk > m => Some(gib(pk)),
+                _ => None,
+            }
+        });
+        let span_s = mem.first().map_or(60.0, |p| -p.0).max(10.0);
+        let mut series = vec![
+            Series {
+                name: "memory".into(),
+                style: t.chart_a,
+                points: mem,
+                dots: false,
+            },
+            Series {
+                name: "fast-lane peaks".into(),
+                style: t.chart_b,
+                points: peaks,
+                dots: true,
+            },
+        ];
+        if let Some((pk, at)) = s.peak {
+            let now = app.history.time_at(slot).unwrap_or(0);
+            let x = (at as f64 - now as f64) / 1000.0;
+            if x >= -span_s && x <= 0.0 {
+                series.push(Series {
+                    name: format!("peak {}", bytes_short(pk)),
+                    style: t.peak_mark,
+                    points: vec![(x, Some(gib(pk)))],
+                    dots: true,
+                });
+            }
+        }
+        let label = |v: f64| format!("{v:.1}G");
+        TimeChart {
+            title: "GPU memory".into(),
+            series,
+            span_s,
+            y_max: None,
+            y_label: &label,
+            theme: t,
+        }
+        .render(chart_a, buf);
+
+        // Figures.
+        let p = s.at(slot).or_else(|| s.at(s.last_slot));
+        let mut l1 = vec![
+            Span::styled("now ", t.label),
+            Span::raw(p.and_then(|p| p.mem).map_or("N/A".into(), bytes_short)),
+        ];
+        if let Some((pk, at)) = s.peak {
+            l1.push(Span::styled("  peak ", t.label));
+            l1.push(Span::styled(bytes_short(pk), t.peak_mark));
+            l1.push(Span::styled(format!(" @{}", app.clock.hms(at)), t.dim));
+        }
+        if let Some(ins) = app.proc_insight(&self.id) {
+            l1.push(Span::styled("  growth ", t.label));
+            l1.push(Span::raw(rate_short(ins.rate_bps)));
+            l1.push(Span::styled("  phase ", t.label));
+            l1.push(Span::raw(ins.phase.clone()));
+            if ins.leak {
+                l1.push(Span::styled("  LEAK suspected", t.crit));
+            }
+            if let Some((lo, hi)) = ins.full_in_s {
+                l1.push(Span::styled("  hits GPU limit in ", t.label));
+                l1.push(Span::styled(
+                    format!("{}–{}", duration_short(lo as u64), duration_short(hi as u64)),
+                    t.crit,
+                ));
+            }
+        }
+        let pct = |v: Option<u32>| v.map_or("N/A".into(), |v| format!("{v}%"));
+        let l2 = vec![
+            Span::styled("SM ", t.label),
+            Span::raw(pct(p.and_then(|p| p.sm_util))),
+            Span::styled("  MEM BW ", t.label),
+            Span::raw(pct(p.and_then(|p| p.mem_util))),
+            Span::styled("  ENC ", t.label),
+            Span::raw(pct(p.and_then(|p| p.enc_util))),
+            Span::styled("  DEC ", t.label),
+            Span::raw(pct(p.and_then(|p| p.dec_util))),
+            Span::styled("  host CPU ", t.label),
+            Span::raw(p.and_then(|p| p.cpu_pct).map_or("N/A".into(), |c| format!("{c:.0}%"))),
+            Span::styled("  RSS ", t.label),
+            Span::raw(p.and_then(|p| p.rss).map_or("N/A".into(), bytes_short)),
+        ];
+        let mut lines = vec![Line::from(l1), Line::from(l2)];
+        if let Some(alloc) = app.allocator_lines(&self.id) {
+            lines.extend(alloc);
+        }
+        Paragraph::new(lines).wrap(Wrap { trim: false }).render(stats_a, buf);
+    }
+}
