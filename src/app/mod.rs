@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod event;
+pub mod fixture;
 pub mod rows;
 pub mod view;
 
@@ -429,6 +430,18 @@ impl App {
                 Intent::Quit => Some(Action::Quit),
                 Intent::Help | Intent::Back | Intent::Enter => {
                     self.view.pop();
+                    self.view.help_scroll = 0;
+                    None
+                }
+                Intent::Up | Intent::PageUp | Intent::Home | Intent::First => {
+                    let d = if intent == Intent::Up { 1 } else { u16::MAX };
+                    self.view.help_scroll = self.view.help_scroll.saturating_sub(d);
+                    None
+                }
+                Intent::Down | Intent::PageDown | Intent::End | Intent::Last => {
+                    let d = if intent == Intent::Down { 1 } else { 10 };
+                    let max = crate::ui::help::line_count(self) as u16;
+                    self.view.help_scroll = (self.view.help_scroll + d).min(max.saturating_sub(1));
                     None
                 }
                 _ => None,

@@ -1,0 +1,273 @@
+//! `App::update`: keys and samples in, state and actions out.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+
+use super::*;
+use crate::app::fixture;
+
+fn key(app: &mut App, code: KeyCode) -> Option<Action> {
+    app.update(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn ch(app: &mut App, c: char) -> Option<Action> {
+    let m = if c.is_ascii_uppercase() { KeyModifiers::SHIFT } else { KeyModifiers::NONE };
+    app.update(Event::Key(KeyEvent::new(KeyCode::Char(c), m)))
+}
+
+fn demo(seconds: u64) -> App {
+    fixture::app("demo", 1, seconds, (120, 40))
+}
+
+fn selected_pid(app: &App) -> u32 {
+    app.view.selected.map(|s| s.key.pid).unwrap_or(0)
+}
+
+#[test]
+fn quit_keys() {
+    let mut app = demo(5);
+    assert_eq!(ch(&mut app, 'q'), Some(Action::Quit));
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(app.update(Event::Key(ctrl_c)), Some(Action::Quit));
+}
+
+#[test]
+fn selection_moves_and_clamps_and_follows_the_process() {
+    let mut app = demo(30);
+    let rows: Vec<u32> = app.rows().iter().map(|r| r.id().key.pid).collect();
+    assert!(rows.len() >= 6);
+    // The first sample's first row was selected and followed since.
+    assert!(rows.contains(&selected_pid(&app)));
+    ch(&mut app, 'g');
+    assert_eq!(selected_pid(&app), rows[0]);
+    ch(&mut app, 'j');
+    ch(&mut app, 'j');
+    assert_eq!(selected_pid(&app), rows[2]);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(selected_pid(&app), rows[1]);
+    ch(&mut app, 'G');
+    assert_eq!(selected_pid(&app), *rows.last().unwrap());
+    key(&mut app, KeyCode::Down);
+    assert_eq!(selected_pid(&app), *rows.last().unwrap(), "clamped at the end");
+    ch(&mut app, 'g');
+    assert_eq!(selected_pid(&app), rows[0]);
+    key(&mut app, KeyCode::PageDown);
+    assert_eq!(selected_pid(&app), *rows.last().unwrap(), "page longer than the list");
+    // Re-sorting keeps the same process selected.
+    let before = selected_pid(&app);
+    ch(&mut app, 'I');
+    assert_eq!(selected_pid(&app), before);
+}
+
+#[test]
+fn sort_keys_cycle_columns_and_invert() {
+    let mut app = demo(10);
+    assert_eq!(app.view.sort.column, Column::Memory);
+    ch(&mut app, '>');
+    assert_eq!(app.view.sort.column, Column::Trend);
+    ch(&mut app, '<');
+    ch(&mut app, '<');
+    assert_eq!(app.view.sort.column, Column::Kind);
+    ch(&mut app, 's');
+    assert_eq!(app.view.sort.column, Column::Memory);
+    assert!(app.view.sort.descending);
+    ch(&mut app, 'I');
+    assert!(!app.view.sort.descending);
+    let mems: Vec<u64> = app.rows().iter().filter(|r| !r.exited).filter_map(|r| r.mem()).collect();
+    assert!(mems.windows(2).all(|w| w[0] <= w[1]), "ascending: {mems:?}");
+}
+
+#[test]
+fn filter_typing_narrows_and_escape_clears() {
+    let mut app = demo(10);
+    ch(&mut app, '/');
+    assert!(app.view.filter_editing);
+    for c in "vllm".chars() {
+        ch(&mut app, c);
+    }
+    assert_eq!(app.rows().len(), 1);
+    assert_eq!(selected_pid(&app), 20_310);
+    // 'q' while typing is text, not quit.
+    assert_eq!(ch(&mut app, 'q'), None);
+    key(&mut app, KeyCode::Backspace);
+    key(&mut app, KeyCode::Enter);
+    assert!(!app.view.filter_editing);
+    assert_eq!(app.view.filter, "vllm");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view.filter, "");
+    assert!(app.rows().len() > 1);
+}
+
+#[test]
+fn enter_opens_the_process_view_and_escape_returns() {
+    let mut app = demo(10);
+    let id = app.view.selected.unwrap();
+    assert_eq!(key(&mut app, KeyCode::Enter), Some(Action::Inspect(id)));
+    assert_eq!(app.view.screen(), Screen::Process(id));
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view.screen(), Screen::Overview);
+    // Tab to the GPUs, Enter opens the GPU view; arrows switch GPU there.
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.view.screen(), Screen::Gpu(1));
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.view.screen(), Screen::Gpu(2));
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.view.screen(), Screen::Overview);
+}
+
+#[test]
+fn help_opens_and_closes() {
+    let mut app = demo(3);
+    ch(&mut app, '?');
+    assert_eq!(app.view.screen(), Screen::Help);
+    // Other keys do nothing while help is up.
+    ch(&mut app, 'j');
+    assert_eq!(app.view.screen(), Screen::Help);
+    ch(&mut app, '?');
+    assert_eq!(app.view.screen(), Screen::Overview);
+}
+
+#[test]
+fn pause_freezes_the_screen_while_samples_keep_coming() {
+    let (_, snaps) = fixture::snapshots("demo", 1, 40, "me");
+    let mut app = demo(30);
+    let frozen = app.shown_ms();
+    ch(&mut app, ' ');
+    assert!(app.paused());
+    for s in &snaps[30..35] {
+        app.update(Event::Snapshot(std::sync::Arc::new(s.clone())));
+    }
+    assert_eq!(app.shown_ms(), frozen, "screen stays on its moment");
+    assert_eq!(app.history.len(), 35, "sampling went on");
+    key(&mut app, KeyCode::Left);
+    assert_eq!(app.shown_ms(), frozen - 1000);
+    key(&mut app, KeyCode::Right);
+    key(&mut app, KeyCode::Right);
+    assert_eq!(app.shown_ms(), frozen + 1000);
+    ch(&mut app, ' ');
+    assert!(!app.paused());
+    assert_eq!(app.shown_ms(), snaps[34].t_ms);
+    // Left while live pauses one step back; Esc returns to now.
+    key(&mut app, KeyCode::Left);
+    assert!(app.paused());
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.paused());
+}
+
+#[test]
+fn terminate_asks_first_and_names_the_process() {
+    let mut app = demo(10);
+    ch(&mut app, 'T');
+    let Some(Dialog::ConfirmSignal { id, signal, user, command, .. }) = app.view.dialog.clone() else {
+        panic!("no dialog");
+    };
+    assert_eq!(signal, Signal::Term);
+    assert_eq!(Some(id), app.view.selected);
+    assert!(!user.is_empty() && !command.is_empty());
+    // Keys go to the dialog: 'q' does not quit, 'n' cancels.
+    assert_eq!(ch(&mut app, 'q'), None);
+    ch(&mut app, 'n');
+    assert!(app.view.dialog.is_none());
+    ch(&mut app, 'K');
+    assert_eq!(ch(&mut app, 'y'), Some(Action::Signal { id, signal: Signal::Kill }));
+    assert!(app.view.dialog.is_none());
+}
+
+#[test]
+fn read_only_and_replay_refuse_signals() {
+    let mut app = demo(10);
+    app.read_only = true;
+    ch(&mut app, 'K');
+    assert!(app.view.dialog.is_none());
+    assert!(app.message.as_ref().unwrap().text.contains("read-only"));
+}
+
+#[test]
+fn record_key_asks_the_runtime() {
+    let mut app = demo(3);
+    assert_eq!(ch(&mut app, 'r'), Some(Action::ToggleRecording));
+    app.update(Event::Recording(RecordingStatus::Started { path: "/tmp/x.jsonl".into() }));
+    assert!(app.recording.is_some());
+    app.update(Event::Recording(RecordingStatus::Stopped));
+    assert!(app.recording.is_none());
+}
+
+#[test]
+fn replay_navigation() {
+    let (system, snaps) = fixture::snapshots("demo", 1, 120, "me");
+    let mut app = App::new(Config::default(), system, Mode::Replay(Playback { playing: false, speed: 1 }), "me".into());
+    for s in &snaps {
+        app.on_snapshot(s);
+    }
+    assert_eq!(app.slot(), Some(0), "replay opens at the start");
+    key(&mut app, KeyCode::End);
+    assert_eq!(app.slot(), Some(119));
+    key(&mut app, KeyCode::Home);
+    assert_eq!(app.slot(), Some(0));
+    // Play advances on ticks; speed doubles and halves within 1..=64.
+    ch(&mut app, ' ');
+    app.update(Event::PlayTick);
+    app.update(Event::PlayTick);
+    assert_eq!(app.slot(), Some(2));
+    for _ in 0..10 {
+        ch(&mut app, '+');
+    }
+    assert_eq!(app.mode, Mode::Replay(Playback { playing: true, speed: 64 }));
+    ch(&mut app, '-');
+    assert!(matches!(app.mode, Mode::Replay(Playback { speed: 32, .. })));
+    // Stepping pauses.
+    key(&mut app, KeyCode::Right);
+    assert!(matches!(app.mode, Mode::Replay(Playback { playing: false, .. })));
+    assert_eq!(app.slot(), Some(3));
+    // Jump to the next event: the short job's start at 20 s.
+    ch(&mut app, ']');
+    let t = app.shown_ms();
+    assert!(app.events.iter().any(|e| e.t_ms == t), "cursor on an event");
+    ch(&mut app, '[');
+    assert!(app.shown_ms() < t);
+    // No recording or signals in a replay.
+    assert_eq!(ch(&mut app, 'r'), None);
+    ch(&mut app, 'K');
+    assert!(app.view.dialog.is_none());
+}
+
+#[test]
+fn exited_processes_stay_marked_then_go() {
+    let app = demo(80);
+    // The export job ran from 20 s to 75 s.
+    let rows = app.rows();
+    let r = rows.iter().find(|r| r.id().key.pid == 55_120).expect("still listed");
+    assert!(r.exited);
+    let app = demo(75 + 300 + 5);
+    assert!(app.rows().iter().all(|r| r.id().key.pid != 55_120), "gone after exited_keep");
+}
+
+#[test]
+fn mouse_clicks_select_when_enabled() {
+    let mut app = demo(10);
+    ch(&mut app, 'g');
+    let rows: Vec<u32> = app.rows().iter().map(|r| r.id().key.pid).collect();
+    let body = crate::ui::layout::table_body(app.view.size, app.system.gpus.len(), false, false);
+    let click = Event::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: 10,
+        row: body.y + 2,
+        modifiers: KeyModifiers::NONE,
+    });
+    app.update(click.clone());
+    assert_eq!(selected_pid(&app), rows[0], "mouse off by default");
+    app.config.display.mouse = true;
+    app.update(click);
+    assert_eq!(selected_pid(&app), rows[2]);
+}
+
+#[test]
+fn resizing_keeps_the_selection_visible() {
+    let mut app = demo(30);
+    ch(&mut app, 'G');
+    app.update(Event::Resize(80, 14));
+    let h = app.table_height();
+    let sel = app.selected_index(&app.rows()).unwrap();
+    assert!(sel >= app.view.offset && sel < app.view.offset + h);
+}

@@ -92,6 +92,8 @@ pub struct ViewState {
     pub cursor: Option<u64>,
     pub dialog: Option<Dialog>,
     pub show_events: bool,
+    /// First line of the help screen shown.
+    pub help_scroll: u16,
     /// Terminal size, from the last resize.
     pub size: (u16, u16),
 }
@@ -110,6 +112,7 @@ impl Default for ViewState {
             cursor: None,
             dialog: None,
             show_events: false,
+            help_scroll: 0,
             size: (120, 40),
         }
     }

@@ -20,6 +20,23 @@ pub fn key_lines(app: &App) -> Vec<(String, &'static str)> {
         .collect()
 }
 
+/// Symbols and what they mean.
+const LEGEND: [(&str, &str); 8] = [
+    ("█ ▒ ░", "memory used, reserved by the driver, free"),
+    ("┃", "highest memory seen since start (fast lane included)"),
+    ("▲ ‼", "over the warn / critical threshold (also shown in colour)"),
+    ("▲12M/s ▼ ─", "growing, shrinking, flat; LEAK = growth sustained"),
+    ("dim", "another user's process; italic = exited"),
+    ("unaccounted", "device memory no listed process holds"),
+    ("mem sparkline", "highest memory within each interval"),
+    ("N/A", "the GPU does not report this figure"),
+];
+
+/// Lines of help text (for scrolling).
+pub fn line_count(app: &App) -> usize {
+    key_lines(app).len() + 1 + LEGEND.len()
+}
+
 impl Widget for &Help<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
@@ -36,17 +53,7 @@ impl Widget for &Help<'_> {
             })
             .collect();
         lines.push(Line::raw(""));
-        let legend: [(&str, &str); 8] = [
-            ("█ ▒ ░", "memory used, reserved by the driver, free"),
-            ("┃", "highest memory seen since start (fast lane included)"),
-            ("▲ ‼", "over the warn / critical threshold (also shown in colour)"),
-            ("▲12M/s ▼ ─", "growing, shrinking, flat; LEAK = growth sustained"),
-            ("dim", "another user's process; italic = exited"),
-            ("unaccounted", "device memory no listed process holds"),
-            ("mem sparkline", "highest memory within each interval"),
-            ("N/A", "the GPU does not report this figure"),
-        ];
-        for (sym, what) in legend {
+        for (sym, what) in LEGEND {
             lines.push(Line::from(vec![
                 Span::styled(format!(" {sym:>key_w$}  "), t.label),
                 Span::styled(what, t.dim),
@@ -56,10 +63,15 @@ impl Widget for &Help<'_> {
         let w = (key_w as u16 + 62).min(area.width);
         let r = centered(area, w, h);
         Clear.render(r, buf);
+        let total = lines.len() as u16;
+        let shown = r.height.saturating_sub(2);
+        let scroll = app.view.help_scroll.min(total.saturating_sub(shown));
+        let more = if scroll + shown < total { " ↓ more " } else { "" };
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(t.focus_border)
-            .title(Span::styled(" help · Esc or ? to close ", t.title));
-        Paragraph::new(lines).block(block).render(r, buf);
+            .title(Span::styled(" help · Esc or ? to close ", t.title))
+            .title_bottom(Line::from(Span::styled(more, t.dim)).right_aligned());
+        Paragraph::new(lines).block(block).scroll((scroll, 0)).render(r, buf);
     }
 }

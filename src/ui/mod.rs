@@ -38,7 +38,9 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             "enlarge the terminal to at least {MIN_WIDTH}×{MIN_HEIGHT} (now {}×{})",
             area.width, area.height
         );
-        Line::from(Span::styled(msg, app.theme.warn)).render(area, buf);
+        ratatui::widgets::Paragraph::new(Span::styled(msg, app.theme.warn))
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .render(area, buf);
         return;
     }
     let replay = matches!(app.mode, Mode::Replay(_));

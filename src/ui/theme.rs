@@ -273,7 +273,8 @@ mod tests {
         assert_eq!(map_rgb((128, 128, 128), Depth::Ansi256), Color::Indexed(244));
         assert_eq!(map_rgb((0, 0, 0), Depth::Ansi256), Color::Indexed(16));
         assert_eq!(map_rgb((255, 85, 85), Depth::Ansi16), Color::LightRed);
-        assert_eq!(map_rgb((80, 200, 120), Depth::Ansi16), Color::Green);
+        assert_eq!(map_rgb((80, 200, 120), Depth::Ansi16), Color::LightGreen);
+        assert_eq!(map_rgb((0, 160, 0), Depth::Ansi16), Color::Green);
         assert_eq!(map_rgb((1, 2, 3), Depth::None), Color::Reset);
     }
 

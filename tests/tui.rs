@@ -1,0 +1,252 @@
+//! The screens, drawn into ratatui's TestBackend from deterministic sim data:
+//! insta snapshots of the text at 80×24, 120×40 and 200×60, and style checks
+//! on the buffer (snapshots do not capture colour).
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Modifier;
+
+use vramwatch::app::{App, Event, Mode, Playback, fixture};
+use vramwatch::config::{Config, Theme as ThemeName};
+use vramwatch::ui::theme::{Depth, Theme};
+
+const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (200, 60)];
+
+fn render(app: &App) -> Buffer {
+    let (w, h) = app.view.size;
+    let mut t = Terminal::new(TestBackend::new(w, h)).expect("test backend");
+    t.draw(|f| vramwatch::ui::draw(f, app)).expect("draw");
+    t.backend().buffer().clone()
+}
+
+fn text(buf: &Buffer) -> String {
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn key(app: &mut App, c: KeyCode) {
+    let m = match c {
+        KeyCode::Char(ch) if ch.is_ascii_uppercase() => KeyModifiers::SHIFT,
+        _ => KeyModifiers::NONE,
+    };
+    app.update(Event::Key(KeyEvent::new(c, m)));
+}
+
+fn at(scenario: &str, seconds: u64, size: (u16, u16)) -> App {
+    let mut app = fixture::app(scenario, 1, seconds, size);
+    key(&mut app, KeyCode::Char('g'));
+    app
+}
+
+/// Finds `needle` on screen: (x, y) of its first cell.
+fn find(buf: &Buffer, needle: &str) -> Option<(u16, u16)> {
+    for y in 0..buf.area.height {
+        let line: Vec<&str> = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        let joined: String = line.concat();
+        if let Some(byte) = joined.find(needle) {
+            // Map the byte offset back to a cell.
+            let mut acc = 0;
+            for (x, s) in line.iter().enumerate() {
+                if acc == byte {
+                    return Some((x as u16, y));
+                }
+                acc += s.len();
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn overview_at_every_size() {
+    for size in SIZES {
+        let app = at("demo", 90, size);
+        insta::assert_snapshot!(format!("overview_{}x{}", size.0, size.1), text(&render(&app)));
+    }
+}
+
+#[test]
+fn process_view_at_every_size() {
+    for size in SIZES {
+        let mut app = at("demo", 90, size);
+        key(&mut app, KeyCode::Enter);
+        insta::assert_snapshot!(format!("process_{}x{}", size.0, size.1), text(&render(&app)));
+    }
+}
+
+#[test]
+fn gpu_view_at_every_size() {
+    for size in SIZES {
+        let mut app = at("demo", 90, size);
+        key(&mut app, KeyCode::Tab);
+        key(&mut app, KeyCode::Down);
+        key(&mut app, KeyCode::Enter);
+        insta::assert_snapshot!(format!("gpu_{}x{}", size.0, size.1), text(&render(&app)));
+    }
+}
+
+#[test]
+fn help_at_every_size() {
+    for size in SIZES {
+        let mut app = at("demo", 10, size);
+        key(&mut app, KeyCode::Char('?'));
+        insta::assert_snapshot!(format!("help_{}x{}", size.0, size.1), text(&render(&app)));
+    }
+}
+
+#[test]
+fn crowded_node_uses_one_line_per_gpu() {
+    for size in SIZES {
+        let app = at("crowded", 60, size);
+        let buf = render(&app);
+        insta::assert_snapshot!(format!("crowded_{}x{}", size.0, size.1), text(&buf));
+        // Every GPU has a line where the cards are compact.
+        let t = text(&buf);
+        assert!(t.contains(" 0 H200") && (size.1 < 30 || t.contains(" 7 H200")), "{t}");
+    }
+}
+
+#[test]
+fn confirm_dialog_filter_events_and_replay_screens() {
+    let mut app = at("demo", 90, (120, 40));
+    key(&mut app, KeyCode::Char('T'));
+    insta::assert_snapshot!("dialog_120x40", text(&render(&app)));
+
+    let mut app = at("demo", 90, (120, 40));
+    key(&mut app, KeyCode::Char('/'));
+    for c in "alice".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    insta::assert_snapshot!("filter_120x40", text(&render(&app)));
+
+    let mut app = at("demo", 90, (120, 40));
+    key(&mut app, KeyCode::Char('e'));
+    insta::assert_snapshot!("events_120x40", text(&render(&app)));
+
+    let (system, snaps) = fixture::snapshots("demo", 1, 120, "me");
+    let mut app = App::new(
+        Config::default(),
+        system,
+        Mode::Replay(Playback { playing: false, speed: 4 }),
+        "me".into(),
+    );
+    app.clock = vramwatch::app::Clock::Utc;
+    app.update(Event::Resize(120, 40));
+    for s in &snaps {
+        app.on_snapshot(s);
+    }
+    for _ in 0..30 {
+        key(&mut app, KeyCode::Right);
+    }
+    insta::assert_snapshot!("replay_120x40", text(&render(&app)));
+}
+
+#[test]
+fn too_small_asks_to_enlarge() {
+    let app = at("demo", 5, (40, 10));
+    let t = text(&render(&app));
+    let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("enlarge the terminal to at least 50×12 (now 40×10)"), "{t}");
+}
+
+#[test]
+fn no_size_panics() {
+    for w in [1u16, 20, 49, 50, 51, 63, 79, 81, 99, 133, 255] {
+        for h in [1u16, 5, 11, 12, 13, 17, 23, 25, 31, 60, 90] {
+            for scenario in ["demo", "crowded", "idle"] {
+                let mut app = at(scenario, 20, (w, h));
+                render(&app);
+                key(&mut app, KeyCode::Enter);
+                render(&app);
+                key(&mut app, KeyCode::Esc);
+                key(&mut app, KeyCode::Tab);
+                key(&mut app, KeyCode::Enter);
+                render(&app);
+                key(&mut app, KeyCode::Char('?'));
+                render(&app);
+            }
+        }
+    }
+}
+
+// ---- styles ------------------------------------------------------------
+
+#[test]
+fn memory_over_the_critical_level_is_marked_and_coloured() {
+    // The leak scenario's GPU is above 95 % just before the OOM.
+    let (system, snaps) = fixture::snapshots("leak", 1, 200, "me");
+    let near_full = snaps
+        .iter()
+        .position(|s| s.gpus[0].mem.is_some_and(|m| m.used_pct() >= 96.0))
+        .expect("the leak gets close to full");
+    let mut app = App::new(Config::default(), system, Mode::Live, "me".into());
+    app.update(Event::Resize(120, 40));
+    for s in &snaps[..=near_full] {
+        app.on_snapshot(s);
+    }
+    let buf = render(&app);
+    let (x, y) = find(&buf, "‼").expect("critical mark on screen");
+    let cell = &buf[(x + 1, y)];
+    assert_eq!(cell.fg, app.theme.crit.fg.unwrap(), "critical colour");
+    assert!(cell.modifier.contains(Modifier::BOLD));
+
+    // Without colour the mark stays and the value is reversed.
+    app.theme = Theme::new(ThemeName::Mono, Depth::TrueColor);
+    let buf = render(&app);
+    let (x, y) = find(&buf, "‼").expect("critical mark without colour");
+    assert!(buf[(x + 1, y)].modifier.contains(Modifier::REVERSED));
+}
+
+#[test]
+fn warn_level_has_its_own_mark_and_colour() {
+    let mut config = Config::default();
+    config.thresholds.memory.warn = 50.0;
+    let (system, snaps) = fixture::snapshots("demo", 1, 30, "me");
+    let mut app = App::new(config, system, Mode::Live, "me".into());
+    app.update(Event::Resize(120, 40));
+    for s in &snaps {
+        app.on_snapshot(s);
+    }
+    let buf = render(&app);
+    // GPU 1 holds the 96 GiB job and the leak: 79 %, over warn=50, under crit=95.
+    let (x, y) = find(&buf, "▲ 79%").expect("warn mark on GPU 1");
+    assert_eq!(buf[(x + 1, y)].fg, app.theme.warn.fg.unwrap());
+}
+
+#[test]
+fn other_users_are_dimmed_and_the_selection_is_reversed() {
+    let app = at("demo", 30, (120, 40));
+    let buf = render(&app);
+    let (_, y_alice) = find(&buf, "alice").expect("alice's process listed");
+    let (_, y_me) = find(&buf, " me ").expect("my process listed");
+    let row_fg = |y: u16| buf[(2, y)].fg;
+    assert_eq!(row_fg(y_alice), app.theme.other_user.fg.unwrap());
+    assert_ne!(row_fg(y_me), app.theme.other_user.fg.unwrap());
+    // The selected (first) row is reversed.
+    let body = vramwatch::ui::layout::table_body(app.view.size, app.system.gpus.len(), false, false);
+    assert!(buf[(1, body.y)].modifier.contains(Modifier::REVERSED));
+    assert!(!buf[(1, body.y + 1)].modifier.contains(Modifier::REVERSED));
+}
+
+#[test]
+fn colours_map_down_for_small_terminals() {
+    let mut app = at("demo", 30, (120, 40));
+    app.theme = Theme::new(ThemeName::Dark, Depth::Ansi16);
+    let buf = render(&app);
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            let c = &buf[(x, y)];
+            assert!(
+                !matches!(c.fg, ratatui::style::Color::Rgb(..) | ratatui::style::Color::Indexed(_)),
+                "RGB or 256-colour at ({x},{y}) on a 16-colour terminal"
+            );
+        }
+    }
+}
