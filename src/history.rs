@@ -211,7 +211,8 @@ impl History {
                 if s.at(slot).is_some() {
                     return Some((s, false));
                 }
-                let exited = s.last_slot < slot && t.saturating_sub(s.last_seen_ms) <= self.exited_keep_ms;
+                let exited =
+                    s.last_slot < slot && t.saturating_sub(s.last_seen_ms) <= self.exited_keep_ms;
                 exited.then_some((s, true))
             })
             .collect()
@@ -242,7 +243,12 @@ impl History {
         self.times.push_back(t_ms);
         self.gaps.push_back(snap.is_none());
         if let Some(s) = snap {
-            let n = s.gpus.iter().map(|g| g.index as usize + 1).max().unwrap_or(0);
+            let n = s
+                .gpus
+                .iter()
+                .map(|g| g.index as usize + 1)
+                .max()
+                .unwrap_or(0);
             while self.gpus.len() < n {
                 // A GPU that appears late has no earlier slots.
                 let mut v = VecDeque::with_capacity(self.cap);
@@ -478,7 +484,11 @@ mod tests {
         assert_eq!(s2.first_slot(), 1);
         assert_eq!(s2.at(0), None);
         let at2 = h.processes_at(2);
-        let exited: Vec<_> = at2.iter().filter(|(_, e)| *e).map(|(s, _)| s.id.key.pid).collect();
+        let exited: Vec<_> = at2
+            .iter()
+            .filter(|(_, e)| *e)
+            .map(|(s, _)| s.id.key.pid)
+            .collect();
         assert_eq!(exited, vec![1]);
         // Past exited_keep it is gone from the table ...
         for i in 3..8 {
@@ -492,7 +502,10 @@ mod tests {
         for i in 1..5 {
             small.push(&snap(i * 1000, 10, &[]));
         }
-        assert!(small.process(&id(1)).is_none(), "evicted with its last point");
+        assert!(
+            small.process(&id(1)).is_none(),
+            "evicted with its last point"
+        );
     }
 
     #[test]

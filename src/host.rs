@@ -37,7 +37,11 @@ pub fn current_user() -> String {
 pub fn start_time_of(pid: u32) -> Option<u64> {
     let mut s = System::new().ok()?;
     let p = Pid::from_u32(pid);
-    s.refresh_processes_specifics(ProcessesToUpdate::Some(&[p]), true, ProcessRefreshKind::nothing());
+    s.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[p]),
+        true,
+        ProcessRefreshKind::nothing(),
+    );
     s.process(p).map(|p| p.start_time())
 }
 

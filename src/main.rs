@@ -65,7 +65,12 @@ fn live_dashboard(cli: &Cli, me: String) -> Result<()> {
         app.theme = theme;
         app.read_only = cli.ui.read_only;
         app.simulated = cli.source.demo.is_some();
-        dashboard::run(app, dashboard::Feed::Live(sampler.subscribe()), dashboard::Hooks::default()).await
+        dashboard::run(
+            app,
+            dashboard::Feed::Live(sampler.subscribe()),
+            dashboard::Hooks::default(),
+        )
+        .await
     })
 }
 

@@ -60,7 +60,10 @@ pub fn install_panic_hook() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let thread = std::thread::current().name().unwrap_or("unnamed").to_owned();
+        let thread = std::thread::current()
+            .name()
+            .unwrap_or("unnamed")
+            .to_owned();
         eprintln!(
             "vramwatch: internal error in thread {thread}: {msg}{place}. The terminal was restored. Please report this."
         );

@@ -24,7 +24,17 @@ impl Tmux {
         let socket = format!("vw-test-{}-{}", std::process::id(), rand_suffix());
         let t = Tmux { socket, dir };
         let shell = "env -i PATH=/usr/bin:/bin TERM=xterm-256color HOME=/tmp PS1='$ ' bash --norc --noprofile";
-        t.run(&["new-session", "-d", "-s", "t", "-x", &w.to_string(), "-y", &h.to_string(), shell]);
+        t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &w.to_string(),
+            "-y",
+            &h.to_string(),
+            shell,
+        ]);
         t.wait_for("$", Duration::from_secs(5));
         t
     }
@@ -81,7 +91,7 @@ impl Tmux {
         let p = self.path(name);
         let marker = format!("saved-{name}");
         self.type_line(&format!("stty -a > {} && echo {marker}", p.display()));
-        self.wait_for(&marker, Duration::from_secs(5));
+        self.wait_for(&format!("\n{marker}"), Duration::from_secs(5));
         std::fs::read_to_string(p).expect("stty output")
     }
 }
@@ -119,7 +129,10 @@ fn a_new_user_session_in_tmux() {
     // j, Enter: the process view of the second row.
     t.keys(&["j", "Enter"]);
     let s = t.wait_for("on GPU", Duration::from_secs(3));
-    assert!(s.contains("PID ") && s.contains("GPU memory") && s.contains("command"), "{s}");
+    assert!(
+        s.contains("PID ") && s.contains("GPU memory") && s.contains("command"),
+        "{s}"
+    );
     t.keys(&["Escape"]);
     t.wait_for("GPU MEM", Duration::from_secs(3));
 
@@ -143,14 +156,26 @@ fn a_new_user_session_in_tmux() {
     sleep(Duration::from_millis(2200));
     let s2 = t.screen();
     // The header's clock (left of the pause mark) stays on its moment.
-    let clock = |s: &str| s.lines().next().unwrap_or("").split('❚').next().unwrap_or("").to_owned();
+    let clock = |s: &str| {
+        s.lines()
+            .next()
+            .unwrap_or("")
+            .split('❚')
+            .next()
+            .unwrap_or("")
+            .to_owned()
+    };
     assert_eq!(clock(&s), clock(&s2), "paused header moved");
-    assert_ne!(s2.lines().next(), s.lines().next(), "the time behind now grows");
+    assert_ne!(
+        s2.lines().next(),
+        s.lines().next(),
+        "the time behind now grows"
+    );
     t.keys(&["Space"]);
 
     // q: back to the shell with the terminal as it was.
     t.keys(&["q"]);
-    let s = t.wait_for("exit=0", Duration::from_secs(5));
+    let s = t.wait_for("\nexit=0", Duration::from_secs(5));
     assert!(!s.contains("GPU MEM"), "left the alternate screen: {s}");
     let after = t.stty("after");
     assert_eq!(before, after, "terminal modes restored");
@@ -166,20 +191,28 @@ fn ctrl_c_and_sigterm_restore_the_terminal() {
 
     start_dashboard(&t, "");
     t.keys(&["C-c"]);
-    t.wait_for("exit=0", Duration::from_secs(5));
+    t.wait_for("\nexit=0", Duration::from_secs(5));
     assert_eq!(before, t.stty("after-ctrl-c"));
 
     t.type_line("clear");
     start_dashboard(&t, "--read-only");
     let pid_file = t.path("pid");
     // Find the dashboard's PID from outside and send SIGTERM.
-    let pgrep = Command::new("pgrep").args(["-n", "-f", &format!("{BIN} --demo --read-only")]).output();
-    let pid = pgrep.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default();
+    let pgrep = Command::new("pgrep")
+        .args(["-n", "-f", &format!("{BIN} --demo --read-only")])
+        .output();
+    let pid = pgrep
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
     assert!(!pid.is_empty(), "dashboard pid not found");
     std::fs::write(&pid_file, &pid).expect("write pid");
-    Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
-    let s = t.wait_for("exit=", Duration::from_secs(5));
-    assert!(s.contains("exit=0"), "{s}");
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    let s = t.wait_for("\nexit=", Duration::from_secs(5));
+    assert!(s.contains("\nexit=0"), "{s}");
     assert_eq!(before, t.stty("after-term"));
 }
 
@@ -188,13 +221,17 @@ fn small_and_large_terminals_render() {
     if !common::tool_available("tmux") {
         return;
     }
-    for (w, h, needle) in [(80u16, 24u16, "GPU MEM"), (200, 60, "unaccounted"), (45, 10, "enlarge")] {
+    for (w, h, needle) in [
+        (80u16, 24u16, "GPU MEM"),
+        (200, 60, "unaccounted"),
+        (45, 10, "enlarge"),
+    ] {
         let t = Tmux::start(w, h);
         t.type_line(&format!("{BIN} --demo; echo exit=$?"));
         let s = t.wait_for(needle, Duration::from_secs(10));
         assert!(s.lines().all(|l| l.chars().count() <= w as usize), "{s}");
         t.keys(&["q"]);
-        t.wait_for("exit=0", Duration::from_secs(5));
+        t.wait_for("\nexit=0", Duration::from_secs(5));
     }
 }
 
@@ -203,5 +240,8 @@ fn not_a_terminal_is_a_clear_error() {
     let out = Command::new(BIN).arg("--demo").output().expect("run");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("not a terminal") && err.contains("vramwatch snapshot"), "{err}");
+    assert!(
+        err.contains("not a terminal") && err.contains("vramwatch snapshot"),
+        "{err}"
+    );
 }

@@ -68,7 +68,10 @@ fn find(buf: &Buffer, needle: &str) -> Option<(u16, u16)> {
 fn overview_at_every_size() {
     for size in SIZES {
         let app = at("demo", 90, size);
-        insta::assert_snapshot!(format!("overview_{}x{}", size.0, size.1), text(&render(&app)));
+        insta::assert_snapshot!(
+            format!("overview_{}x{}", size.0, size.1),
+            text(&render(&app))
+        );
     }
 }
 
@@ -77,7 +80,10 @@ fn process_view_at_every_size() {
     for size in SIZES {
         let mut app = at("demo", 90, size);
         key(&mut app, KeyCode::Enter);
-        insta::assert_snapshot!(format!("process_{}x{}", size.0, size.1), text(&render(&app)));
+        insta::assert_snapshot!(
+            format!("process_{}x{}", size.0, size.1),
+            text(&render(&app))
+        );
     }
 }
 
@@ -109,7 +115,10 @@ fn crowded_node_uses_one_line_per_gpu() {
         insta::assert_snapshot!(format!("crowded_{}x{}", size.0, size.1), text(&buf));
         // Every GPU has a line where the cards are compact.
         let t = text(&buf);
-        assert!(t.contains(" 0 H200") && (size.1 < 30 || t.contains(" 7 H200")), "{t}");
+        assert!(
+            t.contains(" 0 H200") && (size.1 < 30 || t.contains(" 7 H200")),
+            "{t}"
+        );
     }
 }
 
@@ -134,7 +143,10 @@ fn confirm_dialog_filter_events_and_replay_screens() {
     let mut app = App::new(
         Config::default(),
         system,
-        Mode::Replay(Playback { playing: false, speed: 4 }),
+        Mode::Replay(Playback {
+            playing: false,
+            speed: 4,
+        }),
         "me".into(),
     );
     app.clock = vramwatch::app::Clock::Utc;
@@ -153,7 +165,10 @@ fn too_small_asks_to_enlarge() {
     let app = at("demo", 5, (40, 10));
     let t = text(&render(&app));
     let flat = t.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(flat.contains("enlarge the terminal to at least 50×12 (now 40×10)"), "{t}");
+    assert!(
+        flat.contains("enlarge the terminal to at least 50×12 (now 40×10)"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -230,7 +245,8 @@ fn other_users_are_dimmed_and_the_selection_is_reversed() {
     assert_eq!(row_fg(y_alice), app.theme.other_user.fg.unwrap());
     assert_ne!(row_fg(y_me), app.theme.other_user.fg.unwrap());
     // The selected (first) row is reversed.
-    let body = vramwatch::ui::layout::table_body(app.view.size, app.system.gpus.len(), false, false);
+    let body =
+        vramwatch::ui::layout::table_body(app.view.size, app.system.gpus.len(), false, false);
     assert!(buf[(1, body.y)].modifier.contains(Modifier::REVERSED));
     assert!(!buf[(1, body.y + 1)].modifier.contains(Modifier::REVERSED));
 }
@@ -244,7 +260,10 @@ fn colours_map_down_for_small_terminals() {
         for x in 0..buf.area.width {
             let c = &buf[(x, y)];
             assert!(
-                !matches!(c.fg, ratatui::style::Color::Rgb(..) | ratatui::style::Color::Indexed(_)),
+                !matches!(
+                    c.fg,
+                    ratatui::style::Color::Rgb(..) | ratatui::style::Color::Indexed(_)
+                ),
                 "RGB or 256-colour at ({x},{y}) on a 16-colour terminal"
             );
         }

@@ -9,7 +9,10 @@ pub enum Action {
     Quit,
     /// Send `signal` to the process, after checking it is still the same
     /// process (PID and start time).
-    Signal { id: ProcId, signal: Signal },
+    Signal {
+        id: ProcId,
+        signal: Signal,
+    },
     /// Start or stop recording to the configured directory.
     ToggleRecording,
     /// Read the facts the drill-down shows (cwd).

@@ -19,7 +19,10 @@ pub enum Event {
     /// What became of an action, for the message line.
     Outcome(Outcome),
     /// Facts read on demand for the drill-down.
-    Detail { id: ProcId, cwd: Option<String> },
+    Detail {
+        id: ProcId,
+        cwd: Option<String>,
+    },
     /// Recording state changed (started, progress, warning, stopped).
     Recording(RecordingStatus),
 }

@@ -13,7 +13,12 @@ use crate::source::sim::SimWorld;
 pub const T0_MS: Millis = 1_795_953_600_000;
 
 /// `seconds` one-second snapshots of `scenario`, events included.
-pub fn snapshots(scenario: &str, seed: u64, seconds: u64, me: &str) -> (Arc<crate::model::SystemInfo>, Vec<Snapshot>) {
+pub fn snapshots(
+    scenario: &str,
+    seed: u64,
+    seconds: u64,
+    me: &str,
+) -> (Arc<crate::model::SystemInfo>, Vec<Snapshot>) {
     let world = match SimWorld::new(scenario, seed, T0_MS) {
         Ok(w) => w,
         // Callers pass scenario names they know; an unknown one is a bug in

@@ -128,7 +128,8 @@ impl App {
         if let Mode::Replay(_) = mode {
             view.cursor = Some(0);
         }
-        let theme = crate::ui::theme::Theme::new(config.display.theme, crate::ui::theme::Depth::TrueColor);
+        let theme =
+            crate::ui::theme::Theme::new(config.display.theme, crate::ui::theme::Depth::TrueColor);
         App {
             config,
             system,
@@ -154,14 +155,19 @@ impl App {
     /// The slot on screen: the cursor when paused or replaying, else the newest.
     pub fn slot(&self) -> Option<u64> {
         match self.view.cursor {
-            Some(c) => Some(c.clamp(self.history.first_slot(), self.history.last_slot().unwrap_or(c))),
+            Some(c) => Some(c.clamp(
+                self.history.first_slot(),
+                self.history.last_slot().unwrap_or(c),
+            )),
             None => self.history.last_slot(),
         }
     }
 
     /// Time of the slot on screen.
     pub fn shown_ms(&self) -> Millis {
-        self.slot().and_then(|s| self.history.time_at(s)).unwrap_or(self.now_ms)
+        self.slot()
+            .and_then(|s| self.history.time_at(s))
+            .unwrap_or(self.now_ms)
     }
 
     pub fn paused(&self) -> bool {
@@ -378,9 +384,17 @@ impl App {
     fn event_slot(&self, forward: bool) -> Option<u64> {
         let cur = self.shown_ms();
         let t = if forward {
-            self.events.iter().map(|e| e.t_ms).filter(|&t| t > cur).min()
+            self.events
+                .iter()
+                .map(|e| e.t_ms)
+                .filter(|&t| t > cur)
+                .min()
         } else {
-            self.events.iter().map(|e| e.t_ms).filter(|&t| t < cur).max()
+            self.events
+                .iter()
+                .map(|e| e.t_ms)
+                .filter(|&t| t < cur)
+                .max()
         }?;
         self.history.slot_at_time(t)
     }
@@ -451,9 +465,14 @@ impl App {
     }
 
     fn on_dialog_key(&mut self, k: KeyEvent) -> Option<Action> {
-        let confirm = matches!(k.code, KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter);
-        let cancel = matches!(k.code, KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc)
-            || self.config.keys.action(&k) == Some(Intent::Back);
+        let confirm = matches!(
+            k.code,
+            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
+        );
+        let cancel = matches!(
+            k.code,
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc
+        ) || self.config.keys.action(&k) == Some(Intent::Back);
         if confirm {
             let Some(Dialog::ConfirmSignal { id, signal, .. }) = self.view.dialog.take() else {
                 return None;
@@ -476,10 +495,14 @@ impl App {
             KeyCode::Backspace => {
                 self.view.filter.pop();
             }
-            KeyCode::Char(c) if !k.modifiers.contains(crossterm::event::KeyModifiers::CONTROL) => {
-                if self.view.filter.chars().count() < 64 {
-                    self.view.filter.push(c);
-                }
+            KeyCode::Char(c)
+                if !k
+                    .modifiers
+                    .contains(crossterm::event::KeyModifiers::CONTROL) =>
+            {
+                // At most 64 characters; more are ignored.
+                let room = self.view.filter.chars().count() < 64;
+                self.view.filter.extend(room.then_some(c));
             }
             KeyCode::Char('c') => {
                 self.view.filter_editing = false;
@@ -544,7 +567,9 @@ impl App {
                         return Some(Action::Inspect(id));
                     }
                 }
-                (Screen::Overview, Pane::Gpus) => self.view.push(Screen::Gpu(self.view.selected_gpu)),
+                (Screen::Overview, Pane::Gpus) => {
+                    self.view.push(Screen::Gpu(self.view.selected_gpu))
+                }
                 _ => {}
             },
             Intent::Back => {
@@ -563,16 +588,25 @@ impl App {
                 }
             }
             Intent::SortNext | Intent::SortNextColumn | Intent::SortPrev => {
-                let cols: Vec<Column> = crate::ui::process_table::sortable_columns(&self.config.display.columns);
+                let cols: Vec<Column> =
+                    crate::ui::process_table::sortable_columns(&self.config.display.columns);
                 if !cols.is_empty() {
-                    let i = cols.iter().position(|c| *c == self.view.sort.column).unwrap_or(0) as isize;
+                    let i = cols
+                        .iter()
+                        .position(|c| *c == self.view.sort.column)
+                        .unwrap_or(0) as isize;
                     let d = if intent == Intent::SortPrev { -1 } else { 1 };
                     let n = cols.len() as isize;
                     let next = cols[((i + d).rem_euclid(n)) as usize];
                     // Numbers sort biggest first, names A to Z.
                     let descending = !matches!(
                         next,
-                        Column::User | Column::Container | Column::Command | Column::Kind | Column::Gpu | Column::Pid
+                        Column::User
+                            | Column::Container
+                            | Column::Command
+                            | Column::Kind
+                            | Column::Gpu
+                            | Column::Pid
                     );
                     self.view.sort = Sort {
                         column: next,
@@ -637,13 +671,20 @@ impl App {
             }
             Intent::Record => {
                 if self.replaying() {
-                    self.say("recording is for live monitoring; this is a replay".into(), false);
+                    self.say(
+                        "recording is for live monitoring; this is a replay".into(),
+                        false,
+                    );
                 } else {
                     return Some(Action::ToggleRecording);
                 }
             }
             Intent::Terminate | Intent::Kill => {
-                let signal = if intent == Intent::Kill { Signal::Kill } else { Signal::Term };
+                let signal = if intent == Intent::Kill {
+                    Signal::Kill
+                } else {
+                    Signal::Term
+                };
                 self.ask_signal(signal);
             }
             Intent::NextPane => {
@@ -665,7 +706,10 @@ impl App {
 
     fn ask_signal(&mut self, signal: Signal) {
         if self.read_only {
-            self.say("read-only mode: terminate and kill are disabled".into(), false);
+            self.say(
+                "read-only mode: terminate and kill are disabled".into(),
+                false,
+            );
             return;
         }
         if self.replaying() {

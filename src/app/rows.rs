@@ -133,8 +133,14 @@ fn compare(a: &Row, b: &Row, column: Column) -> Ordering {
         Column::Memory | Column::MemoryPct => cmp_opt(a.mem(), b.mem()),
         Column::Trend => cmp_opt(a.rate, b.rate),
         Column::Peak => cmp_opt(a.series.peak.map(|p| p.0), b.series.peak.map(|p| p.0)),
-        Column::Sm => cmp_opt(a.last.and_then(|p| p.sm_util), b.last.and_then(|p| p.sm_util)),
-        Column::Cpu => cmp_opt(a.last.and_then(|p| p.cpu_pct), b.last.and_then(|p| p.cpu_pct)),
+        Column::Sm => cmp_opt(
+            a.last.and_then(|p| p.sm_util),
+            b.last.and_then(|p| p.sm_util),
+        ),
+        Column::Cpu => cmp_opt(
+            a.last.and_then(|p| p.cpu_pct),
+            b.last.and_then(|p| p.cpu_pct),
+        ),
         Column::Rss => cmp_opt(a.last.and_then(|p| p.rss), b.last.and_then(|p| p.rss)),
         // Older first when ascending: sort by start, reversed.
         Column::Age => b.series.first_seen_ms.cmp(&a.series.first_seen_ms),
@@ -209,9 +215,8 @@ mod tests {
     #[test]
     fn sorting_by_other_columns_and_inverting() {
         let h = history();
-        let by = |column, descending| {
-            pids(&rows_at(&h, 1, "", Sort { column, descending }, &|_| None))
-        };
+        let by =
+            |column, descending| pids(&rows_at(&h, 1, "", Sort { column, descending }, &|_| None));
         assert_eq!(by(Column::Pid, false), vec![10, 11, 12, 13]);
         assert_eq!(by(Column::Pid, true), vec![12, 11, 10, 13]);
         assert_eq!(by(Column::User, false), vec![10, 12, 11, 13]);

@@ -10,7 +10,11 @@ fn key(app: &mut App, code: KeyCode) -> Option<Action> {
 }
 
 fn ch(app: &mut App, c: char) -> Option<Action> {
-    let m = if c.is_ascii_uppercase() { KeyModifiers::SHIFT } else { KeyModifiers::NONE };
+    let m = if c.is_ascii_uppercase() {
+        KeyModifiers::SHIFT
+    } else {
+        KeyModifiers::NONE
+    };
     app.update(Event::Key(KeyEvent::new(KeyCode::Char(c), m)))
 }
 
@@ -47,11 +51,19 @@ fn selection_moves_and_clamps_and_follows_the_process() {
     ch(&mut app, 'G');
     assert_eq!(selected_pid(&app), *rows.last().unwrap());
     key(&mut app, KeyCode::Down);
-    assert_eq!(selected_pid(&app), *rows.last().unwrap(), "clamped at the end");
+    assert_eq!(
+        selected_pid(&app),
+        *rows.last().unwrap(),
+        "clamped at the end"
+    );
     ch(&mut app, 'g');
     assert_eq!(selected_pid(&app), rows[0]);
     key(&mut app, KeyCode::PageDown);
-    assert_eq!(selected_pid(&app), *rows.last().unwrap(), "page longer than the list");
+    assert_eq!(
+        selected_pid(&app),
+        *rows.last().unwrap(),
+        "page longer than the list"
+    );
     // Re-sorting keeps the same process selected.
     let before = selected_pid(&app);
     ch(&mut app, 'I');
@@ -72,7 +84,12 @@ fn sort_keys_cycle_columns_and_invert() {
     assert!(app.view.sort.descending);
     ch(&mut app, 'I');
     assert!(!app.view.sort.descending);
-    let mems: Vec<u64> = app.rows().iter().filter(|r| !r.exited).filter_map(|r| r.mem()).collect();
+    let mems: Vec<u64> = app
+        .rows()
+        .iter()
+        .filter(|r| !r.exited)
+        .filter_map(|r| r.mem())
+        .collect();
     assert!(mems.windows(2).all(|w| w[0] <= w[1]), "ascending: {mems:?}");
 }
 
@@ -159,7 +176,14 @@ fn pause_freezes_the_screen_while_samples_keep_coming() {
 fn terminate_asks_first_and_names_the_process() {
     let mut app = demo(10);
     ch(&mut app, 'T');
-    let Some(Dialog::ConfirmSignal { id, signal, user, command, .. }) = app.view.dialog.clone() else {
+    let Some(Dialog::ConfirmSignal {
+        id,
+        signal,
+        user,
+        command,
+        ..
+    }) = app.view.dialog.clone()
+    else {
         panic!("no dialog");
     };
     assert_eq!(signal, Signal::Term);
@@ -170,7 +194,13 @@ fn terminate_asks_first_and_names_the_process() {
     ch(&mut app, 'n');
     assert!(app.view.dialog.is_none());
     ch(&mut app, 'K');
-    assert_eq!(ch(&mut app, 'y'), Some(Action::Signal { id, signal: Signal::Kill }));
+    assert_eq!(
+        ch(&mut app, 'y'),
+        Some(Action::Signal {
+            id,
+            signal: Signal::Kill
+        })
+    );
     assert!(app.view.dialog.is_none());
 }
 
@@ -187,7 +217,9 @@ fn read_only_and_replay_refuse_signals() {
 fn record_key_asks_the_runtime() {
     let mut app = demo(3);
     assert_eq!(ch(&mut app, 'r'), Some(Action::ToggleRecording));
-    app.update(Event::Recording(RecordingStatus::Started { path: "/tmp/x.jsonl".into() }));
+    app.update(Event::Recording(RecordingStatus::Started {
+        path: "/tmp/x.jsonl".into(),
+    }));
     assert!(app.recording.is_some());
     app.update(Event::Recording(RecordingStatus::Stopped));
     assert!(app.recording.is_none());
@@ -196,7 +228,15 @@ fn record_key_asks_the_runtime() {
 #[test]
 fn replay_navigation() {
     let (system, snaps) = fixture::snapshots("demo", 1, 120, "me");
-    let mut app = App::new(Config::default(), system, Mode::Replay(Playback { playing: false, speed: 1 }), "me".into());
+    let mut app = App::new(
+        Config::default(),
+        system,
+        Mode::Replay(Playback {
+            playing: false,
+            speed: 1,
+        }),
+        "me".into(),
+    );
     for s in &snaps {
         app.on_snapshot(s);
     }
@@ -213,12 +253,21 @@ fn replay_navigation() {
     for _ in 0..10 {
         ch(&mut app, '+');
     }
-    assert_eq!(app.mode, Mode::Replay(Playback { playing: true, speed: 64 }));
+    assert_eq!(
+        app.mode,
+        Mode::Replay(Playback {
+            playing: true,
+            speed: 64
+        })
+    );
     ch(&mut app, '-');
     assert!(matches!(app.mode, Mode::Replay(Playback { speed: 32, .. })));
     // Stepping pauses.
     key(&mut app, KeyCode::Right);
-    assert!(matches!(app.mode, Mode::Replay(Playback { playing: false, .. })));
+    assert!(matches!(
+        app.mode,
+        Mode::Replay(Playback { playing: false, .. })
+    ));
     assert_eq!(app.slot(), Some(3));
     // Jump to the next event: the short job's start at 20 s.
     ch(&mut app, ']');
@@ -237,10 +286,16 @@ fn exited_processes_stay_marked_then_go() {
     let app = demo(80);
     // The export job ran from 20 s to 75 s.
     let rows = app.rows();
-    let r = rows.iter().find(|r| r.id().key.pid == 55_120).expect("still listed");
+    let r = rows
+        .iter()
+        .find(|r| r.id().key.pid == 55_120)
+        .expect("still listed");
     assert!(r.exited);
     let app = demo(75 + 300 + 5);
-    assert!(app.rows().iter().all(|r| r.id().key.pid != 55_120), "gone after exited_keep");
+    assert!(
+        app.rows().iter().all(|r| r.id().key.pid != 55_120),
+        "gone after exited_keep"
+    );
 }
 
 #[test]

@@ -25,10 +25,12 @@ pub enum Feed {
     None,
 }
 
+/// Starts or stops recording; returns the new state as events.
+pub type ToggleRecording = Box<dyn FnMut(&App) -> Vec<Event>>;
+
 /// What the loop needs besides the App.
 pub struct Hooks {
-    /// Starts or stops recording; returns the new state as events.
-    pub toggle_recording: Box<dyn FnMut(&App) -> Vec<Event>>,
+    pub toggle_recording: ToggleRecording,
 }
 
 impl Default for Hooks {
@@ -92,7 +94,9 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
         dirty = true;
         let mut queue = vec![event];
         while let Some(ev) = queue.pop() {
-            let Some(action) = app.update(ev) else { continue };
+            let Some(action) = app.update(ev) else {
+                continue;
+            };
             match action {
                 Action::Quit => return Ok(()),
                 Action::Bell => {
@@ -105,7 +109,9 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
                     tui.suspend().context("suspending")?;
                 }
                 Action::Inspect(id) => queue.push(inspect(&app, id)),
-                Action::Signal { id, signal } => queue.push(Event::Outcome(send_signal(&app, id, signal))),
+                Action::Signal { id, signal } => {
+                    queue.push(Event::Outcome(send_signal(&app, id, signal)))
+                }
                 Action::ToggleRecording => queue.extend((hooks.toggle_recording)(&app)),
             }
         }

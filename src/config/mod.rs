@@ -7,7 +7,7 @@ pub mod load;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use load::{ConfigError, default_path, load, load_file, DEFAULT_TOML};
+pub use load::{ConfigError, DEFAULT_TOML, default_path, load, load_file};
 
 /// A warn and a critical level for one figure; `warn < crit` always.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -92,10 +92,22 @@ pub struct Thresholds {
 impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
-            memory: Level { warn: 80.0, crit: 95.0 },
-            temperature: Level { warn: 80.0, crit: 90.0 },
-            power: Level { warn: 90.0, crit: 98.0 },
-            utilization: Level { warn: 90.0, crit: 99.0 },
+            memory: Level {
+                warn: 80.0,
+                crit: 95.0,
+            },
+            temperature: Level {
+                warn: 80.0,
+                crit: 90.0,
+            },
+            power: Level {
+                warn: 90.0,
+                crit: 98.0,
+            },
+            utilization: Level {
+                warn: 90.0,
+                crit: 99.0,
+            },
         }
     }
 }

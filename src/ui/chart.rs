@@ -79,7 +79,11 @@ impl Widget for &TimeChart<'_> {
                 .data(seg)
                 .style(s.style)
                 .marker(if s.dots { Marker::Dot } else { Marker::Braille })
-                .graph_type(if s.dots || seg.len() == 1 { GraphType::Scatter } else { GraphType::Line });
+                .graph_type(if s.dots || seg.len() == 1 {
+                    GraphType::Scatter
+                } else {
+                    GraphType::Line
+                });
             if named.insert(s.name.clone()) {
                 d = d.name(s.name.clone());
             }
@@ -98,14 +102,28 @@ impl Widget for &TimeChart<'_> {
         ];
         let chart = Chart::new(datasets)
             .block(block)
-            .x_axis(Axis::default().bounds([-span, 0.0]).labels(x_labels).style(t.dim))
-            .y_axis(Axis::default().bounds([0.0, y_max]).labels(y_labels).style(t.dim))
+            .x_axis(
+                Axis::default()
+                    .bounds([-span, 0.0])
+                    .labels(x_labels)
+                    .style(t.dim),
+            )
+            .y_axis(
+                Axis::default()
+                    .bounds([0.0, y_max])
+                    .labels(y_labels)
+                    .style(t.dim),
+            )
             .legend_position(Some(ratatui::widgets::LegendPosition::TopLeft))
             .hidden_legend_constraints((
                 ratatui::layout::Constraint::Ratio(1, 2),
                 ratatui::layout::Constraint::Ratio(1, 2),
             ));
-        if self.series.iter().all(|s| s.points.iter().all(|p| p.1.is_none())) {
+        if self
+            .series
+            .iter()
+            .all(|s| s.points.iter().all(|p| p.1.is_none()))
+        {
             block_only(&self.title, t, area, buf);
             return;
         }
@@ -129,8 +147,17 @@ mod tests {
 
     #[test]
     fn gaps_split_lines() {
-        let p = [(0.0, Some(1.0)), (1.0, None), (2.0, Some(2.0)), (3.0, Some(3.0)), (4.0, Some(f64::NAN))];
-        assert_eq!(segments(&p), vec![vec![(0.0, 1.0)], vec![(2.0, 2.0), (3.0, 3.0)]]);
+        let p = [
+            (0.0, Some(1.0)),
+            (1.0, None),
+            (2.0, Some(2.0)),
+            (3.0, Some(3.0)),
+            (4.0, Some(f64::NAN)),
+        ];
+        assert_eq!(
+            segments(&p),
+            vec![vec![(0.0, 1.0)], vec![(2.0, 2.0), (3.0, 3.0)]]
+        );
         assert!(segments(&[]).is_empty());
     }
 }

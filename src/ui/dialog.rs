@@ -16,7 +16,14 @@ impl Widget for &DialogBox<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
         let t = &app.theme;
-        let Some(Dialog::ConfirmSignal { id, signal, user, command, age_s }) = &app.view.dialog else {
+        let Some(Dialog::ConfirmSignal {
+            id,
+            signal,
+            user,
+            command,
+            age_s,
+        }) = &app.view.dialog
+        else {
             return;
         };
         let lines = vec![
@@ -26,9 +33,18 @@ impl Widget for &DialogBox<'_> {
                 Span::raw(format!(" to PID {} on GPU {}?", id.key.pid, id.gpu)),
             ]),
             Line::raw(""),
-            Line::from(vec![Span::styled("user     ", t.label), Span::raw(user.clone())]),
-            Line::from(vec![Span::styled("running  ", t.label), Span::raw(duration_short(*age_s))]),
-            Line::from(vec![Span::styled("command  ", t.label), Span::raw(command.clone())]),
+            Line::from(vec![
+                Span::styled("user     ", t.label),
+                Span::raw(user.clone()),
+            ]),
+            Line::from(vec![
+                Span::styled("running  ", t.label),
+                Span::raw(duration_short(*age_s)),
+            ]),
+            Line::from(vec![
+                Span::styled("command  ", t.label),
+                Span::raw(command.clone()),
+            ]),
             Line::raw(""),
             Line::from(vec![
                 Span::styled(" y ", t.selected),
@@ -43,6 +59,9 @@ impl Widget for &DialogBox<'_> {
             .borders(Borders::ALL)
             .border_style(t.crit)
             .title(Span::styled(format!(" {} ", signal.name()), t.title));
-        Paragraph::new(lines).block(block).wrap(Wrap { trim: false }).render(r, buf);
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false })
+            .render(r, buf);
     }
 }

@@ -43,7 +43,10 @@ impl Widget for &EventsPane<'_> {
             .take(inner.height as usize)
             .map(|e| {
                 let style = match e.kind {
-                    EventKind::SuspectedOom | EventKind::Alert | EventKind::GpuLost | EventKind::Xid => t.crit,
+                    EventKind::SuspectedOom
+                    | EventKind::Alert
+                    | EventKind::GpuLost
+                    | EventKind::Xid => t.crit,
                     EventKind::ThresholdCrossed => t.warn,
                     _ => t.dim,
                 };

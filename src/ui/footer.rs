@@ -36,8 +36,14 @@ impl Widget for &Footer<'_> {
             return;
         }
         let keys = &app.config.keys;
-        let first = |a: Action| keys.keys(a).first().map(|k| k.to_string()).unwrap_or_default();
-        let mut hints: Vec<(String, &str)> = vec![(first(Action::Quit), "quit"), (first(Action::Help), "help")];
+        let first = |a: Action| {
+            keys.keys(a)
+                .first()
+                .map(|k| k.to_string())
+                .unwrap_or_default()
+        };
+        let mut hints: Vec<(String, &str)> =
+            vec![(first(Action::Quit), "quit"), (first(Action::Help), "help")];
         match app.view.screen() {
             Screen::Overview => {
                 hints.push((first(Action::Filter), "filter"));
@@ -55,23 +61,48 @@ impl Widget for &Footer<'_> {
             }
             Screen::Gpu(_) => {
                 hints.push((first(Action::Back), "back"));
-                hints.push((format!("{}/{}", first(Action::Up), first(Action::Down)), "GPU"));
+                hints.push((
+                    format!("{}/{}", first(Action::Up), first(Action::Down)),
+                    "GPU",
+                ));
             }
             Screen::Help => {}
         }
         match app.mode {
             Mode::Replay(_) => {
                 hints.push((first(Action::Pause), "play"));
-                hints.push((format!("{}{}", first(Action::StepBack), first(Action::StepForward)), "step"));
-                hints.push((format!("{}{}", first(Action::PrevEvent), first(Action::NextEvent)), "events"));
-                hints.push((format!("{}{}", first(Action::Faster), first(Action::Slower)), "speed"));
+                hints.push((
+                    format!("{}{}", first(Action::StepBack), first(Action::StepForward)),
+                    "step",
+                ));
+                hints.push((
+                    format!("{}{}", first(Action::PrevEvent), first(Action::NextEvent)),
+                    "events",
+                ));
+                hints.push((
+                    format!("{}{}", first(Action::Faster), first(Action::Slower)),
+                    "speed",
+                ));
             }
             Mode::Live => {
-                hints.push((first(Action::Pause), if app.paused() { "live" } else { "pause" }));
+                hints.push((
+                    first(Action::Pause),
+                    if app.paused() { "live" } else { "pause" },
+                ));
                 if app.paused() {
-                    hints.push((format!("{}{}", first(Action::StepBack), first(Action::StepForward)), "scrub"));
+                    hints.push((
+                        format!("{}{}", first(Action::StepBack), first(Action::StepForward)),
+                        "scrub",
+                    ));
                 }
-                hints.push((first(Action::Record), if app.recording.is_some() { "stop rec" } else { "record" }));
+                hints.push((
+                    first(Action::Record),
+                    if app.recording.is_some() {
+                        "stop rec"
+                    } else {
+                        "record"
+                    },
+                ));
             }
         }
         let mut spans = vec![Span::raw(" ")];

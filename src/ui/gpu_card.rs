@@ -69,7 +69,11 @@ pub fn memory_bar(app: &App, g: &GpuSample, peak: Option<u64>, width: u16) -> Ve
     let resv = cells(m.reserved).min(w - used);
     let free = w - used - resv;
     let sev = memory_level(app, g).map_or(Severity::Normal, |l| l.1);
-    let used_style = if sev == Severity::Normal { t.mem_used } else { t.level(sev) };
+    let used_style = if sev == Severity::Normal {
+        t.mem_used
+    } else {
+        t.level(sev)
+    };
     let mut chars: Vec<(char, Style)> = Vec::with_capacity(w as usize);
     chars.extend(std::iter::repeat_n(('█', used_style), used as usize));
     chars.extend(std::iter::repeat_n(('▒', t.mem_reserved), resv as usize));
@@ -86,7 +90,10 @@ pub fn memory_bar(app: &App, g: &GpuSample, peak: Option<u64>, width: u16) -> Ve
     let mut style = None;
     for (c, s) in chars {
         if style != Some(s) && !run.is_empty() {
-            spans.push(Span::styled(std::mem::take(&mut run), style.unwrap_or_default()));
+            spans.push(Span::styled(
+                std::mem::take(&mut run),
+                style.unwrap_or_default(),
+            ));
         }
         style = Some(s);
         run.push(c);
@@ -98,7 +105,13 @@ pub fn memory_bar(app: &App, g: &GpuSample, peak: Option<u64>, width: u16) -> Ve
 }
 
 /// The last `n` slots up to `slot` of a per-GPU figure (gaps as `None`).
-fn series(app: &App, index: usize, slot: u64, n: usize, f: impl Fn(&GpuSample) -> Option<u64>) -> Vec<SparklineBar> {
+fn series(
+    app: &App,
+    index: usize,
+    slot: u64,
+    n: usize,
+    f: impl Fn(&GpuSample) -> Option<u64>,
+) -> Vec<SparklineBar> {
     let first = app.history.first_slot();
     let from = slot.saturating_sub(n as u64 - 1).max(first);
     let mut v: Vec<SparklineBar> = (from..=slot)
@@ -106,7 +119,8 @@ fn series(app: &App, index: usize, slot: u64, n: usize, f: impl Fn(&GpuSample) -
         .collect();
     // Right-align: the newest sample at the right edge.
     if v.len() < n {
-        let mut pad: Vec<SparklineBar> = (0..n - v.len()).map(|_| SparklineBar::from(None)).collect();
+        let mut pad: Vec<SparklineBar> =
+            (0..n - v.len()).map(|_| SparklineBar::from(None)).collect();
         pad.append(&mut v);
         v = pad;
     }
@@ -136,8 +150,15 @@ impl Widget for &GpuCard<'_> {
         let name = info.map_or("GPU", |d| d.name.as_str());
         let slot = app.slot().unwrap_or(0);
         let g = app.history.gpu_at(i, slot);
-        let border = if self.selected && app.view.focus == Pane::Gpus { t.focus_border } else { t.border };
-        let mut title = vec![Span::styled(format!(" GPU {i} "), t.title), Span::styled(format!("{name} "), t.text)];
+        let border = if self.selected && app.view.focus == Pane::Gpus {
+            t.focus_border
+        } else {
+            t.border
+        };
+        let mut title = vec![
+            Span::styled(format!(" GPU {i} "), t.title),
+            Span::styled(format!("{name} "), t.text),
+        ];
         if let Some(g) = g
             && g.state != GpuState::Ok
         {
@@ -167,7 +188,11 @@ impl Widget for &GpuCard<'_> {
         let inner = block.inner(area);
         block.render(area, buf);
         let Some(g) = g.filter(|g| g.state != GpuState::Lost) else {
-            Line::from(Span::styled(" no readings: the GPU is lost or not yet sampled", t.crit)).render(inner, buf);
+            Line::from(Span::styled(
+                " no readings: the GPU is lost or not yet sampled",
+                t.crit,
+            ))
+            .render(inner, buf);
             return;
         };
         let w = inner.width;
@@ -178,7 +203,11 @@ impl Widget for &GpuCard<'_> {
         l1.extend(memory_bar(app, g, peak.map(|p| p.0), bar_w));
         if let Some(m) = g.mem {
             let (pct, sev) = memory_level(app, g).unwrap_or((0.0, Severity::Normal));
-            l1.push(Span::raw(format!(" {} / {} ", bytes_short(m.used), bytes_short(m.total))));
+            l1.push(Span::raw(format!(
+                " {} / {} ",
+                bytes_short(m.used),
+                bytes_short(m.total)
+            )));
             l1.extend(value(format!("{pct:.0}%"), sev, t));
             l1.push(Span::styled("  resv ", t.dim));
             l1.push(Span::raw(bytes_short(m.reserved)));
@@ -201,12 +230,26 @@ impl Widget for &GpuCard<'_> {
         let half = w.saturating_sub(12) / 2;
         Line::from(Span::styled("mem ", t.label)).render(Rect::new(inner.x, y2, 4, 1), buf);
         let total = g.mem.map_or(1, |m| m.total / MIB);
-        let mem_data = series(app, i, slot, half as usize, |g| g.mem_peak.or(g.mem.map(|m| m.used)).map(|b| b / MIB));
-        sparkline(mem_data, total, t.spark_mem, Rect::new(inner.x + 4, y2, half, 1), buf);
+        let mem_data = series(app, i, slot, half as usize, |g| {
+            g.mem_peak.or(g.mem.map(|m| m.used)).map(|b| b / MIB)
+        });
+        sparkline(
+            mem_data,
+            total,
+            t.spark_mem,
+            Rect::new(inner.x + 4, y2, half, 1),
+            buf,
+        );
         let ux = inner.x + 4 + half + 2;
         Line::from(Span::styled("util ", t.label)).render(Rect::new(ux, y2, 5, 1), buf);
         let util_data = series(app, i, slot, half as usize, |g| g.util_gpu.map(u64::from));
-        sparkline(util_data, 100, t.spark_util, Rect::new(ux + 5, y2, half.min(w.saturating_sub(ux - inner.x + 5)), 1), buf);
+        sparkline(
+            util_data,
+            100,
+            t.spark_util,
+            Rect::new(ux + 5, y2, half.min(w.saturating_sub(ux - inner.x + 5)), 1),
+            buf,
+        );
         if inner.height < 3 {
             return;
         }
@@ -218,7 +261,9 @@ impl Widget for &GpuCard<'_> {
             None => l3.push(Span::styled("N/A", t.dim)),
         }
         l3.push(Span::styled("  MEM BW ", t.label));
-        l3.push(Span::raw(g.util_mem.map_or("N/A".into(), |u| format!("{u}%"))));
+        l3.push(Span::raw(
+            g.util_mem.map_or("N/A".into(), |u| format!("{u}%")),
+        ));
         l3.push(Span::styled("  TEMP ", t.label));
         match g.temp_c {
             Some(c) => l3.extend(value(format!("{c}°C"), th.temperature.grade(c as f64), t)),
@@ -228,18 +273,27 @@ impl Widget for &GpuCard<'_> {
         match (g.power_mw, power_level(app, g)) {
             (Some(p), Some((_, sev))) => {
                 l3.extend(value(format!("{}", p / 1000), sev, t));
-                l3.push(Span::raw(format!(" / {} W", g.power_limit_mw.unwrap_or(0) / 1000)));
+                l3.push(Span::raw(format!(
+                    " / {} W",
+                    g.power_limit_mw.unwrap_or(0) / 1000
+                )));
             }
             (Some(p), None) => l3.push(Span::raw(format!("{} W", p / 1000))),
             _ => l3.push(Span::styled("N/A", t.dim)),
         }
         l3.push(Span::styled("  SM ", t.label));
-        l3.push(Span::raw(g.sm_clock_mhz.map_or("N/A".into(), |c| format!("{c} MHz"))));
+        l3.push(Span::raw(
+            g.sm_clock_mhz.map_or("N/A".into(), |c| format!("{c} MHz")),
+        ));
         l3.push(Span::styled("  MEM ", t.label));
-        l3.push(Span::raw(g.mem_clock_mhz.map_or("N/A".into(), |c| format!("{c} MHz"))));
+        l3.push(Span::raw(
+            g.mem_clock_mhz.map_or("N/A".into(), |c| format!("{c} MHz")),
+        ));
         if info.is_some_and(|d| d.num_fans > 0) {
             l3.push(Span::styled("  FAN ", t.label));
-            l3.push(Span::raw(g.fan_pct.map_or("N/A".into(), |f| format!("{f}%"))));
+            l3.push(Span::raw(
+                g.fan_pct.map_or("N/A".into(), |f| format!("{f}%")),
+            ));
         }
         Line::from(l3).render(Rect::new(inner.x, inner.y + 2, w, 1), buf);
         if inner.height < 4 {
@@ -256,12 +310,24 @@ impl Widget for &GpuCard<'_> {
         l4.push(Span::raw(procs.to_string()));
         if let Some(ins) = app.gpu_insight(i) {
             l4.push(Span::styled("  growth ", t.label));
-            l4.push(Span::styled(rate_short(ins.rate_bps), if ins.rate_bps > 0.0 { t.warn } else { t.text }));
+            l4.push(Span::styled(
+                rate_short(ins.rate_bps),
+                if ins.rate_bps > 0.0 { t.warn } else { t.text },
+            ));
             if let Some((lo, hi)) = ins.full_in_s {
-                let sev = if lo < app.config.alerts.forecast_below.as_secs_f64() { Severity::Critical } else { Severity::Warn };
+                let sev = if lo < app.config.alerts.forecast_below.as_secs_f64() {
+                    Severity::Critical
+                } else {
+                    Severity::Warn
+                };
                 l4.push(Span::styled("  full in ", t.label));
                 l4.extend(value(
-                    format!("~{} ({}–{})", duration_short(((lo + hi) / 2.0) as u64), duration_short(lo as u64), duration_short(hi as u64)),
+                    format!(
+                        "~{} ({}–{})",
+                        duration_short(((lo + hi) / 2.0) as u64),
+                        duration_short(lo as u64),
+                        duration_short(hi as u64)
+                    ),
                     sev,
                     t,
                 ));
@@ -269,11 +335,19 @@ impl Widget for &GpuCard<'_> {
         }
         if let (Some(rx), Some(tx)) = (g.pcie_rx_kbs, g.pcie_tx_kbs) {
             l4.push(Span::styled("  PCIe ", t.label));
-            l4.push(Span::raw(format!("↓{} ↑{}/s", bytes_short(rx as u64 * 1024), bytes_short(tx as u64 * 1024))));
+            l4.push(Span::raw(format!(
+                "↓{} ↑{}/s",
+                bytes_short(rx as u64 * 1024),
+                bytes_short(tx as u64 * 1024)
+            )));
         }
         if let Some(b) = g.bar1 {
             l4.push(Span::styled("  BAR1 ", t.label));
-            l4.push(Span::raw(format!("{}/{}", bytes_short(b.used), bytes_short(b.total))));
+            l4.push(Span::raw(format!(
+                "{}/{}",
+                bytes_short(b.used),
+                bytes_short(b.total)
+            )));
         }
         if let Some(e) = g.ecc_volatile
             && e > 0
@@ -297,23 +371,40 @@ impl Widget for &GpuLine<'_> {
         let t = &app.theme;
         let i = self.index;
         let slot = app.slot().unwrap_or(0);
-        let name = app.system.gpus.get(i).map_or("GPU", |d| short_name(&d.name));
+        let name = app
+            .system
+            .gpus
+            .get(i)
+            .map_or("GPU", |d| short_name(&d.name));
         let sel = self.selected && app.view.focus == Pane::Gpus;
         let mut spans = vec![Span::styled(
             format!("{}{i:>2} {:<6.6} ", if sel { "▸" } else { " " }, name),
             if sel { t.accent } else { t.title },
         )];
-        let Some(g) = app.history.gpu_at(i, slot).filter(|g| g.state != GpuState::Lost) else {
+        let Some(g) = app
+            .history
+            .gpu_at(i, slot)
+            .filter(|g| g.state != GpuState::Lost)
+        else {
             spans.push(Span::styled("LOST: no readings", t.crit));
             Line::from(spans).render(area, buf);
             return;
         };
         let w = area.width;
         let bar_w = (w / 5).clamp(8, 40);
-        spans.extend(memory_bar(app, g, app.history.gpu_peak(i).map(|p| p.0), bar_w));
+        spans.extend(memory_bar(
+            app,
+            g,
+            app.history.gpu_peak(i).map(|p| p.0),
+            bar_w,
+        ));
         if let Some(m) = g.mem {
             let (pct, sev) = memory_level(app, g).unwrap_or((0.0, Severity::Normal));
-            spans.push(Span::raw(format!(" {:>6}/{:<5}", bytes_short(m.used), bytes_short(m.total))));
+            spans.push(Span::raw(format!(
+                " {:>6}/{:<5}",
+                bytes_short(m.used),
+                bytes_short(m.total)
+            )));
             spans.extend(value(format!("{pct:>3.0}%"), sev, t));
         }
         let used: usize = spans.iter().map(|s| s.width()).sum();
@@ -325,8 +416,16 @@ impl Widget for &GpuLine<'_> {
         if spark_w >= 6 {
             x += 1;
             let total = g.mem.map_or(1, |m| m.total / MIB);
-            let data = series(app, i, slot, spark_w as usize, |g| g.mem_peak.or(g.mem.map(|m| m.used)).map(|b| b / MIB));
-            sparkline(data, total, t.spark_mem, Rect::new(x, area.y, spark_w, 1), buf);
+            let data = series(app, i, slot, spark_w as usize, |g| {
+                g.mem_peak.or(g.mem.map(|m| m.used)).map(|b| b / MIB)
+            });
+            sparkline(
+                data,
+                total,
+                t.spark_mem,
+                Rect::new(x, area.y, spark_w, 1),
+                buf,
+            );
             x += spark_w + 1;
         }
         let th = &app.config.thresholds;
@@ -345,10 +444,16 @@ impl Widget for &GpuLine<'_> {
         }
         if let Some(ins) = app.gpu_insight(i) {
             if ins.rate_bps.abs() >= 1.0 * MIB as f64 {
-                tail.push(Span::styled(format!(" {}", rate_short(ins.rate_bps)), t.warn));
+                tail.push(Span::styled(
+                    format!(" {}", rate_short(ins.rate_bps)),
+                    t.warn,
+                ));
             }
             if let Some((lo, hi)) = ins.full_in_s {
-                tail.push(Span::styled(format!(" full~{}", duration_short(((lo + hi) / 2.0) as u64)), t.crit));
+                tail.push(Span::styled(
+                    format!(" full~{}", duration_short(((lo + hi) / 2.0) as u64)),
+                    t.crit,
+                ));
             }
         }
         if x < area.x + area.width {

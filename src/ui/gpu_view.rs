@@ -19,7 +19,13 @@ pub struct GpuView<'a> {
     pub index: usize,
 }
 
-fn gpu_points(app: &App, index: usize, slot: u64, span: u64, f: impl Fn(&GpuSample) -> Option<f64>) -> Vec<(f64, Option<f64>)> {
+fn gpu_points(
+    app: &App,
+    index: usize,
+    slot: u64,
+    span: u64,
+    f: impl Fn(&GpuSample) -> Option<f64>,
+) -> Vec<(f64, Option<f64>)> {
     let now = app.history.time_at(slot).unwrap_or(0) as f64;
     let from = slot.saturating_sub(span).max(app.history.first_slot());
     (from..=slot)
@@ -41,7 +47,12 @@ impl Widget for &GpuView<'_> {
             Constraint::Min(4),
         ])
         .areas(area);
-        GpuCard { app, index: i, selected: false }.render(card_a, buf);
+        GpuCard {
+            app,
+            index: i,
+            selected: false,
+        }
+        .render(card_a, buf);
         if let Some(d) = app.system.gpus.get(i) {
             Line::from(vec![
                 Span::styled(" uuid ", t.label),
@@ -58,9 +69,14 @@ impl Widget for &GpuView<'_> {
             .render(info_a, buf);
         }
         let slot = app.slot().unwrap_or(0);
-        let [top, bottom] = Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(grid_a);
-        let [mem_a, util_a] = Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
-        let [heat_a, clock_a] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
+        let [top, bottom] =
+            Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)])
+                .areas(grid_a);
+        let [mem_a, util_a] =
+            Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(top);
+        let [heat_a, clock_a] =
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(bottom);
         let span = (mem_a.width as u64 * 2).max(60);
         let gib = |b: u64| b as f64 / GIB as f64;
         let mut mem_series = vec![
@@ -87,26 +103,54 @@ impl Widget for &GpuView<'_> {
             .filter(|s| s.id.gpu as usize == i)
             .filter_map(|s| s.at(slot).and_then(|p| p.mem).map(|m| (m, s)))
             .collect();
-        procs.sort_by(|a, b| b.0.cmp(&a.0));
+        procs.sort_by_key(|p| std::cmp::Reverse(p.0));
         let styles = [t.chart_c, t.ok, t.spark_util];
         for ((_, s), style) in procs.iter().take(3).zip(styles) {
             mem_series.push(Series {
-                name: format!("{} {}", s.id.key.pid, s.facts.name.as_deref().unwrap_or("?")),
+                name: format!(
+                    "{} {}",
+                    s.id.key.pid,
+                    s.facts.name.as_deref().unwrap_or("?")
+                ),
                 style,
-                points: crate::ui::process_view::window_points(app, s, slot, span, |p| p.mem.map(gib)),
+                points: crate::ui::process_view::window_points(app, s, slot, span, |p| {
+                    p.mem.map(gib)
+                }),
                 dots: false,
             });
         }
-        let total = app.history.gpu_at(i, slot).and_then(|g| g.mem).map(|m| gib(m.total));
+        let total = app
+            .history
+            .gpu_at(i, slot)
+            .and_then(|g| g.mem)
+            .map(|m| gib(m.total));
         let span_s = (span * app.history.interval_ms()) as f64 / 1000.0;
         let gl = |v: f64| format!("{v:.0}G");
-        TimeChart { title: "memory".into(), series: mem_series, span_s, y_max: total, y_label: &gl, theme: t }.render(mem_a, buf);
+        TimeChart {
+            title: "memory".into(),
+            series: mem_series,
+            span_s,
+            y_max: total,
+            y_label: &gl,
+            theme: t,
+        }
+        .render(mem_a, buf);
         let pl = |v: f64| format!("{v:.0}%");
         TimeChart {
             title: "utilisation".into(),
             series: vec![
-                Series { name: "SM".into(), style: t.chart_a, points: gpu_points(app, i, slot, span, |g| g.util_gpu.map(f64::from)), dots: false },
-                Series { name: "mem bw".into(), style: t.chart_c, points: gpu_points(app, i, slot, span, |g| g.util_mem.map(f64::from)), dots: false },
+                Series {
+                    name: "SM".into(),
+                    style: t.chart_a,
+                    points: gpu_points(app, i, slot, span, |g| g.util_gpu.map(f64::from)),
+                    dots: false,
+                },
+                Series {
+                    name: "mem bw".into(),
+                    style: t.chart_c,
+                    points: gpu_points(app, i, slot, span, |g| g.util_mem.map(f64::from)),
+                    dots: false,
+                },
             ],
             span_s,
             y_max: Some(100.0),
@@ -114,13 +158,29 @@ impl Widget for &GpuView<'_> {
             theme: t,
         }
         .render(util_a, buf);
-        let limit_w = app.history.gpu_at(i, slot).and_then(|g| g.power_limit_mw).map(|l| l as f64 / 1000.0);
+        let limit_w = app
+            .history
+            .gpu_at(i, slot)
+            .and_then(|g| g.power_limit_mw)
+            .map(|l| l as f64 / 1000.0);
         let nl = |v: f64| format!("{v:.0}");
         TimeChart {
             title: "temperature °C · power W".into(),
             series: vec![
-                Series { name: "°C".into(), style: t.chart_c, points: gpu_points(app, i, slot, span, |g| g.temp_c.map(f64::from)), dots: false },
-                Series { name: "W".into(), style: t.chart_b, points: gpu_points(app, i, slot, span, |g| g.power_mw.map(|p| p as f64 / 1000.0)), dots: false },
+                Series {
+                    name: "°C".into(),
+                    style: t.chart_c,
+                    points: gpu_points(app, i, slot, span, |g| g.temp_c.map(f64::from)),
+                    dots: false,
+                },
+                Series {
+                    name: "W".into(),
+                    style: t.chart_b,
+                    points: gpu_points(app, i, slot, span, |g| {
+                        g.power_mw.map(|p| p as f64 / 1000.0)
+                    }),
+                    dots: false,
+                },
             ],
             span_s,
             y_max: limit_w.map(|l| l.max(100.0)),
@@ -131,8 +191,18 @@ impl Widget for &GpuView<'_> {
         TimeChart {
             title: "clocks MHz".into(),
             series: vec![
-                Series { name: "SM".into(), style: t.chart_a, points: gpu_points(app, i, slot, span, |g| g.sm_clock_mhz.map(f64::from)), dots: false },
-                Series { name: "memory".into(), style: t.chart_c, points: gpu_points(app, i, slot, span, |g| g.mem_clock_mhz.map(f64::from)), dots: false },
+                Series {
+                    name: "SM".into(),
+                    style: t.chart_a,
+                    points: gpu_points(app, i, slot, span, |g| g.sm_clock_mhz.map(f64::from)),
+                    dots: false,
+                },
+                Series {
+                    name: "memory".into(),
+                    style: t.chart_c,
+                    points: gpu_points(app, i, slot, span, |g| g.mem_clock_mhz.map(f64::from)),
+                    dots: false,
+                },
             ],
             span_s,
             y_max: None,

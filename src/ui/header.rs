@@ -18,7 +18,7 @@ impl Widget for &HeaderBar<'_> {
         let t = &app.theme;
         let sys = &app.system;
         let interval = app.history.interval_ms();
-        let every = if interval % 1000 == 0 {
+        let every = if interval.is_multiple_of(1000) {
             format!("{}s", interval / 1000)
         } else {
             format!("{interval}ms")
@@ -40,8 +40,15 @@ impl Widget for &HeaderBar<'_> {
         }
         let mut right: Vec<Span> = Vec::new();
         if let Some(r) = &app.recording {
-            let mark = if r.warning.is_some() { "● REC ⚠" } else { "● REC" };
-            right.push(Span::styled(format!("{mark} {}", bytes_short(r.bytes)), t.rec));
+            let mark = if r.warning.is_some() {
+                "● REC ⚠"
+            } else {
+                "● REC"
+            };
+            right.push(Span::styled(
+                format!("{mark} {}", bytes_short(r.bytes)),
+                t.rec,
+            ));
             right.push(Span::raw("  "));
         }
         match app.mode {
@@ -57,7 +64,10 @@ impl Widget for &HeaderBar<'_> {
             }
             Mode::Live if app.paused() => {
                 let behind = app.now_ms.saturating_sub(app.shown_ms()) / 1000;
-                right.push(Span::styled(format!("❚❚ PAUSED −{}", duration_short(behind)), t.paused));
+                right.push(Span::styled(
+                    format!("❚❚ PAUSED −{}", duration_short(behind)),
+                    t.paused,
+                ));
                 right.push(Span::raw("  "));
             }
             Mode::Live => {}
@@ -65,7 +75,15 @@ impl Widget for &HeaderBar<'_> {
         let alerts = app
             .events
             .iter()
-            .filter(|e| matches!(e.kind, EventKind::Alert | EventKind::SuspectedOom | EventKind::Xid | EventKind::GpuLost))
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Alert
+                        | EventKind::SuspectedOom
+                        | EventKind::Xid
+                        | EventKind::GpuLost
+                )
+            })
             .count();
         if alerts > 0 {
             right.push(Span::styled(format!("⚠ {alerts} "), t.warn));
@@ -73,7 +91,12 @@ impl Widget for &HeaderBar<'_> {
         let right_w: usize = right.iter().map(|s| s.width()).sum();
         Line::from(left).render(area, buf);
         if right_w as u16 <= area.width {
-            let r = Rect::new(area.x + area.width - right_w as u16, area.y, right_w as u16, 1);
+            let r = Rect::new(
+                area.x + area.width - right_w as u16,
+                area.y,
+                right_w as u16,
+                1,
+            );
             Line::from(right).render(r, buf);
         }
     }

@@ -24,8 +24,14 @@ pub fn key_lines(app: &App) -> Vec<(String, &'static str)> {
 const LEGEND: [(&str, &str); 8] = [
     ("█ ▒ ░", "memory used, reserved by the driver, free"),
     ("┃", "highest memory seen since start (fast lane included)"),
-    ("▲ ‼", "over the warn / critical threshold (also shown in colour)"),
-    ("▲12M/s ▼ ─", "growing, shrinking, flat; LEAK = growth sustained"),
+    (
+        "▲ ‼",
+        "over the warn / critical threshold (also shown in colour)",
+    ),
+    (
+        "▲12M/s ▼ ─",
+        "growing, shrinking, flat; LEAK = growth sustained",
+    ),
     ("dim", "another user's process; italic = exited"),
     ("unaccounted", "device memory no listed process holds"),
     ("mem sparkline", "highest memory within each interval"),
@@ -42,7 +48,12 @@ impl Widget for &Help<'_> {
         let app = self.0;
         let t = &app.theme;
         let keys = key_lines(app);
-        let key_w = keys.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(8).min(24);
+        let key_w = keys
+            .iter()
+            .map(|(k, _)| k.chars().count())
+            .max()
+            .unwrap_or(8)
+            .min(24);
         let mut lines: Vec<Line> = keys
             .into_iter()
             .map(|(k, d)| {
@@ -66,12 +77,19 @@ impl Widget for &Help<'_> {
         let total = lines.len() as u16;
         let shown = r.height.saturating_sub(2);
         let scroll = app.view.help_scroll.min(total.saturating_sub(shown));
-        let more = if scroll + shown < total { " ↓ more " } else { "" };
+        let more = if scroll + shown < total {
+            " ↓ more "
+        } else {
+            ""
+        };
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(t.focus_border)
             .title(Span::styled(" help · Esc or ? to close ", t.title))
             .title_bottom(Line::from(Span::styled(more, t.dim)).right_aligned());
-        Paragraph::new(lines).block(block).scroll((scroll, 0)).render(r, buf);
+        Paragraph::new(lines)
+            .block(block)
+            .scroll((scroll, 0))
+            .render(r, buf);
     }
 }

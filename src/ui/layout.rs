@@ -57,7 +57,11 @@ pub fn overview(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) 
     y += cards.height;
     let bottom = h.saturating_sub(1 + timeline_h);
     let rest = bottom.saturating_sub(y);
-    let events_h = if show_events { (rest / 3).max(3).min(rest) } else { 0 };
+    let events_h = if show_events {
+        (rest / 3).max(3).min(rest)
+    } else {
+        0
+    };
     let table = Rect::new(0, y, w, rest.saturating_sub(events_h));
     let events = show_events.then(|| Rect::new(0, y + table.height, w, events_h));
     let timeline = replay.then(|| Rect::new(0, bottom, w, timeline_h));
@@ -86,7 +90,12 @@ pub fn table_rows(size: (u16, u16), gpus: usize, show_events: bool, replay: bool
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
-    Rect::new(area.x + (area.width - w) / 2, area.y + (area.height - h) / 2, w, h)
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
 }
 
 #[cfg(test)]

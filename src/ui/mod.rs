@@ -18,7 +18,7 @@ pub mod timeline;
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
+use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Widget};
 
 use crate::app::{App, Mode, Screen};
@@ -44,9 +44,19 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let replay = matches!(app.mode, Mode::Replay(_));
-    let o = layout::overview((area.width, area.height), app.system.gpus.len(), app.view.show_events, replay);
+    let o = layout::overview(
+        (area.width, area.height),
+        app.system.gpus.len(),
+        app.view.show_events,
+        replay,
+    );
     (&header::HeaderBar(app)).render(o.header, buf);
-    let body = Rect::new(0, o.cards.y, area.width, o.footer.y - o.cards.y - o.timeline.map_or(0, |t| t.height));
+    let body = Rect::new(
+        0,
+        o.cards.y,
+        area.width,
+        o.footer.y - o.cards.y - o.timeline.map_or(0, |t| t.height),
+    );
     match app.view.screen() {
         Screen::Overview | Screen::Help => overview(app, &o, buf),
         Screen::Gpu(i) => (&gpu_view::GpuView { app, index: i }).render(body, buf),
@@ -69,20 +79,38 @@ fn overview(app: &App, o: &layout::Overview, buf: &mut Buffer) {
     match layout::card_style((o.header.width, o.footer.y + 1), gpus) {
         CardStyle::Full => {
             for i in 0..gpus {
-                let r = Rect::new(0, o.cards.y + i as u16 * layout::CARD_HEIGHT, o.cards.width, layout::CARD_HEIGHT);
+                let r = Rect::new(
+                    0,
+                    o.cards.y + i as u16 * layout::CARD_HEIGHT,
+                    o.cards.width,
+                    layout::CARD_HEIGHT,
+                );
                 if r.bottom() > o.cards.bottom() {
                     break;
                 }
-                (&gpu_card::GpuCard { app, index: i, selected: i == app.view.selected_gpu }).render(r, buf);
+                (&gpu_card::GpuCard {
+                    app,
+                    index: i,
+                    selected: i == app.view.selected_gpu,
+                })
+                    .render(r, buf);
             }
         }
         CardStyle::Compact => {
             let lines = o.cards.height.saturating_sub(1);
             // Scroll the GPU list so the selected GPU is visible.
-            let first = app.view.selected_gpu.saturating_sub(lines.saturating_sub(1) as usize);
+            let first = app
+                .view
+                .selected_gpu
+                .saturating_sub(lines.saturating_sub(1) as usize);
             for (row, i) in (first..gpus).take(lines as usize).enumerate() {
                 let r = Rect::new(0, o.cards.y + row as u16, o.cards.width, 1);
-                (&gpu_card::GpuLine { app, index: i, selected: i == app.view.selected_gpu }).render(r, buf);
+                (&gpu_card::GpuLine {
+                    app,
+                    index: i,
+                    selected: i == app.view.selected_gpu,
+                })
+                    .render(r, buf);
             }
             if gpus > lines as usize {
                 let note = format!(" {} GPUs: Tab, then ↑↓ ", gpus);
@@ -90,7 +118,10 @@ fn overview(app: &App, o: &layout::Overview, buf: &mut Buffer) {
                 buf.set_string(x, o.cards.y + lines, note, app.theme.dim);
             }
             let rule = Rect::new(0, o.cards.y + lines, o.cards.width, 1);
-            Block::default().borders(Borders::TOP).border_style(app.theme.border).render(rule, buf);
+            Block::default()
+                .borders(Borders::TOP)
+                .border_style(app.theme.border)
+                .render(rule, buf);
         }
     }
     (&process_table::ProcessTable(app)).render(o.table, buf);

@@ -75,7 +75,11 @@ pub fn fit_columns(configured: &[Column], width: u16) -> Vec<Column> {
     let command_min = command_width(width);
     let need = |cols: &[Column]| -> u16 {
         cols.iter().map(|c| spec(*c).0 + 1).sum::<u16>()
-            + if cols.contains(&Column::Command) { command_min } else { 0 }
+            + if cols.contains(&Column::Command) {
+                command_min
+            } else {
+                0
+            }
     };
     while need(&cols) > width {
         let Some((i, _)) = cols
@@ -120,7 +124,9 @@ fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
         Column::Container => (f.container.as_deref().unwrap_or("-").to_string(), None),
         Column::Kind => (f.kind.letter().to_string(), None),
         Column::Memory => (
-            r.mem().or(last.and_then(|p| p.mem)).map_or("N/A".into(), bytes_short),
+            r.mem()
+                .or(last.and_then(|p| p.mem))
+                .map_or("N/A".into(), bytes_short),
             None,
         ),
         Column::MemoryPct => (r.mem_pct.map_or("".into(), |p| format!("{p:.1}")), None),
@@ -129,9 +135,20 @@ fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
             (s, Some(st))
         }
         Column::Peak => (r.series.peak.map_or("".into(), |p| bytes_short(p.0)), None),
-        Column::Sm => (last.and_then(|p| p.sm_util).map_or("N/A".into(), |u| u.to_string()), None),
-        Column::Cpu => (last.and_then(|p| p.cpu_pct).map_or("".into(), |c| format!("{c:.0}")), None),
-        Column::Rss => (last.and_then(|p| p.rss).map_or("".into(), bytes_short), None),
+        Column::Sm => (
+            last.and_then(|p| p.sm_util)
+                .map_or("N/A".into(), |u| u.to_string()),
+            None,
+        ),
+        Column::Cpu => (
+            last.and_then(|p| p.cpu_pct)
+                .map_or("".into(), |c| format!("{c:.0}")),
+            None,
+        ),
+        Column::Rss => (
+            last.and_then(|p| p.rss).map_or("".into(), bytes_short),
+            None,
+        ),
         Column::Age => (duration_short(r.age_s(app.shown_ms())), None),
         Column::Command => (
             f.command
@@ -172,7 +189,11 @@ impl Widget for &ProcessTable<'_> {
             .iter()
             .map(|c| {
                 let mut name = title(*c).to_string();
-                if *c == sort.column || (sort.column == Column::Memory && *c == Column::MemoryPct && !cols.contains(&Column::Memory)) {
+                if *c == sort.column
+                    || (sort.column == Column::Memory
+                        && *c == Column::MemoryPct
+                        && !cols.contains(&Column::Memory))
+                {
                     name.push(if sort.descending { '▼' } else { '▲' });
                 }
                 let text = if right_aligned(*c) {
@@ -192,7 +213,11 @@ impl Widget for &ProcessTable<'_> {
             };
             let block = Block::default().borders(Borders::NONE);
             Paragraph::new(vec![
-                Line::from(cols.iter().map(|c| Span::styled(format!("{} ", title(*c)), t.label)).collect::<Vec<_>>()),
+                Line::from(
+                    cols.iter()
+                        .map(|c| Span::styled(format!("{} ", title(*c)), t.label))
+                        .collect::<Vec<_>>(),
+                ),
                 Line::from(Span::styled(msg, t.dim)),
             ])
             .block(block)
@@ -220,7 +245,11 @@ impl Widget for &ProcessTable<'_> {
                     .iter()
                     .map(|c| {
                         let (s, st) = cell(app, r, *c);
-                        let line = if right_aligned(*c) { Line::from(s).right_aligned() } else { Line::from(s) };
+                        let line = if right_aligned(*c) {
+                            Line::from(s).right_aligned()
+                        } else {
+                            Line::from(s)
+                        };
                         let mut cell = Cell::from(line);
                         if let Some(st) = st
                             && !r.exited
@@ -244,7 +273,9 @@ impl Widget for &ProcessTable<'_> {
                 c => Constraint::Length(spec(*c).0),
             })
             .collect();
-        let table = Table::new(table_rows, widths).header(header).column_spacing(1);
+        let table = Table::new(table_rows, widths)
+            .header(header)
+            .column_spacing(1);
         Widget::render(table, area, buf);
         // Where we are in a long list.
         if rows.len() > body_h && area.width > 12 {

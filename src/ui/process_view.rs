@@ -39,14 +39,21 @@ impl Widget for &ProcessView<'_> {
         let app = self.app;
         let t = &app.theme;
         let Some(s) = app.history.process(&self.id) else {
-            Paragraph::new(Span::styled(" this process is no longer in history (Esc to go back)", t.dim))
-                .render(area, buf);
+            Paragraph::new(Span::styled(
+                " this process is no longer in history (Esc to go back)",
+                t.dim,
+            ))
+            .render(area, buf);
             return;
         };
         let slot = app.slot().unwrap_or(0);
         let alive = s.at(slot).is_some();
         let f = &s.facts;
-        let state = if alive { Span::styled(" running ", t.ok) } else { Span::styled(" exited ", t.exited) };
+        let state = if alive {
+            Span::styled(" running ", t.ok)
+        } else {
+            Span::styled(" exited ", t.exited)
+        };
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(t.border)
@@ -84,9 +91,16 @@ impl Widget for &ProcessView<'_> {
             l1.push(Span::raw(ns.to_string()));
         }
         l1.push(Span::styled("  started ", t.label));
-        l1.push(Span::raw(format!("{} ({} ago)", app.clock.hms(start_ms), duration_short(age))));
+        l1.push(Span::raw(format!(
+            "{} ({} ago)",
+            app.clock.hms(start_ms),
+            duration_short(age)
+        )));
         let cwd = if app.detail.id == Some(self.id) {
-            app.detail.cwd.clone().unwrap_or_else(|| "(not readable)".into())
+            app.detail
+                .cwd
+                .clone()
+                .unwrap_or_else(|| "(not readable)".into())
         } else {
             "…".into()
         };
@@ -95,10 +109,18 @@ impl Widget for &ProcessView<'_> {
             Line::from(vec![Span::styled("cwd ", t.label), Span::raw(cwd)]),
             Line::from(vec![
                 Span::styled("command ", t.label),
-                Span::raw(f.command.as_deref().or(f.name.as_deref()).unwrap_or("?").to_string()),
+                Span::raw(
+                    f.command
+                        .as_deref()
+                        .or(f.name.as_deref())
+                        .unwrap_or("?")
+                        .to_string(),
+                ),
             ]),
         ];
-        Paragraph::new(lines).wrap(Wrap { trim: false }).render(facts_a, buf);
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .render(facts_a, buf);
 
         // Memory over time, the peak marked.
         let span_slots = (chart_a.width as u64 * 2).max(60);
@@ -171,7 +193,11 @@ impl Widget for &ProcessView<'_> {
             if let Some((lo, hi)) = ins.full_in_s {
                 l1.push(Span::styled("  hits GPU limit in ", t.label));
                 l1.push(Span::styled(
-                    format!("{}–{}", duration_short(lo as u64), duration_short(hi as u64)),
+                    format!(
+                        "{}–{}",
+                        duration_short(lo as u64),
+                        duration_short(hi as u64)
+                    ),
                     t.crit,
                 ));
             }
@@ -187,7 +213,10 @@ impl Widget for &ProcessView<'_> {
             Span::styled("  DEC ", t.label),
             Span::raw(pct(p.and_then(|p| p.dec_util))),
             Span::styled("  host CPU ", t.label),
-            Span::raw(p.and_then(|p| p.cpu_pct).map_or("N/A".into(), |c| format!("{c:.0}%"))),
+            Span::raw(
+                p.and_then(|p| p.cpu_pct)
+                    .map_or("N/A".into(), |c| format!("{c:.0}%")),
+            ),
             Span::styled("  RSS ", t.label),
             Span::raw(p.and_then(|p| p.rss).map_or("N/A".into(), bytes_short)),
         ];
@@ -195,6 +224,8 @@ impl Widget for &ProcessView<'_> {
         if let Some(alloc) = app.allocator_lines(&self.id) {
             lines.extend(alloc);
         }
-        Paragraph::new(lines).wrap(Wrap { trim: false }).render(stats_a, buf);
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .render(stats_a, buf);
     }
 }

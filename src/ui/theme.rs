@@ -104,7 +104,11 @@ pub fn map_rgb(rgb: (u8, u8, u8), depth: Depth) -> Color {
             let cube = (steps[r as usize], steps[g as usize], steps[b as usize]);
             let cube_index = 16 + 36 * r + 6 * g + b;
             let avg = (rgb.0 as u32 + rgb.1 as u32 + rgb.2 as u32) / 3;
-            let grey_i = if avg > 238 { 23 } else { (avg.saturating_sub(3)) / 10 } as u8;
+            let grey_i = if avg > 238 {
+                23
+            } else {
+                (avg.saturating_sub(3)) / 10
+            } as u8;
             let grey_v = 8 + 10 * grey_i;
             if dist(rgb, (grey_v, grey_v, grey_v)) < dist(rgb, cube) {
                 Color::Indexed(232 + grey_i)
@@ -112,13 +116,11 @@ pub fn map_rgb(rgb: (u8, u8, u8), depth: Depth) -> Color {
                 Color::Indexed(cube_index)
             }
         }
-        Depth::Ansi16 => {
-            ANSI16
-                .iter()
-                .min_by_key(|(_, c)| dist(rgb, *c))
-                .map(|(c, _)| *c)
-                .unwrap_or(Color::Reset)
-        }
+        Depth::Ansi16 => ANSI16
+            .iter()
+            .min_by_key(|(_, c)| dist(rgb, *c))
+            .map(|(c, _)| *c)
+            .unwrap_or(Color::Reset),
     }
 }
 
@@ -155,9 +157,15 @@ pub struct Theme {
 
 impl Theme {
     pub fn new(name: ThemeName, depth: Depth) -> Theme {
-        let depth = if name == ThemeName::Mono { Depth::None } else { depth };
+        let depth = if name == ThemeName::Mono {
+            Depth::None
+        } else {
+            depth
+        };
         let light = name == ThemeName::Light;
-        let c = |dark: (u8, u8, u8), lite: (u8, u8, u8)| map_rgb(if light { lite } else { dark }, depth);
+        let c = |dark: (u8, u8, u8), lite: (u8, u8, u8)| {
+            map_rgb(if light { lite } else { dark }, depth)
+        };
         let fg = |dark, lite| Style::new().fg(c(dark, lite));
         let mono = depth == Depth::None;
         let plain = Style::new();
@@ -170,13 +178,21 @@ impl Theme {
                 fg((120, 120, 120), (140, 140, 140))
             },
             title: plain.add_modifier(Modifier::BOLD),
-            label: if mono { plain } else { fg((110, 160, 210), (30, 90, 160)) },
+            label: if mono {
+                plain
+            } else {
+                fg((110, 160, 210), (30, 90, 160))
+            },
             accent: if mono {
                 plain.add_modifier(Modifier::BOLD)
             } else {
                 fg((95, 215, 255), (0, 110, 170))
             },
-            ok: if mono { plain } else { fg((80, 200, 120), (20, 140, 60)) },
+            ok: if mono {
+                plain
+            } else {
+                fg((80, 200, 120), (20, 140, 60))
+            },
             warn: if mono {
                 plain.add_modifier(Modifier::BOLD)
             } else {
@@ -198,20 +214,56 @@ impl Theme {
             } else {
                 fg((100, 100, 100), (160, 160, 160)).add_modifier(Modifier::ITALIC)
             },
-            mem_used: if mono { plain } else { fg((80, 200, 120), (20, 140, 60)) },
-            mem_reserved: if mono { plain } else { fg((150, 110, 200), (110, 70, 170)) },
-            mem_free: if mono { plain } else { fg((70, 70, 70), (200, 200, 200)) },
+            mem_used: if mono {
+                plain
+            } else {
+                fg((80, 200, 120), (20, 140, 60))
+            },
+            mem_reserved: if mono {
+                plain
+            } else {
+                fg((150, 110, 200), (110, 70, 170))
+            },
+            mem_free: if mono {
+                plain
+            } else {
+                fg((70, 70, 70), (200, 200, 200))
+            },
             peak_mark: if mono {
                 plain.add_modifier(Modifier::BOLD)
             } else {
                 fg((255, 135, 215), (190, 40, 140)).add_modifier(Modifier::BOLD)
             },
-            spark_mem: if mono { plain } else { fg((95, 215, 255), (0, 110, 170)) },
-            spark_util: if mono { plain } else { fg((175, 135, 255), (100, 60, 190)) },
-            chart_a: if mono { plain } else { fg((95, 215, 255), (0, 110, 170)) },
-            chart_b: if mono { plain } else { fg((255, 135, 215), (190, 40, 140)) },
-            chart_c: if mono { plain } else { fg((240, 200, 60), (170, 120, 0)) },
-            border: if mono { plain } else { fg((88, 88, 88), (170, 170, 170)) },
+            spark_mem: if mono {
+                plain
+            } else {
+                fg((95, 215, 255), (0, 110, 170))
+            },
+            spark_util: if mono {
+                plain
+            } else {
+                fg((175, 135, 255), (100, 60, 190))
+            },
+            chart_a: if mono {
+                plain
+            } else {
+                fg((95, 215, 255), (0, 110, 170))
+            },
+            chart_b: if mono {
+                plain
+            } else {
+                fg((255, 135, 215), (190, 40, 140))
+            },
+            chart_c: if mono {
+                plain
+            } else {
+                fg((240, 200, 60), (170, 120, 0))
+            },
+            border: if mono {
+                plain
+            } else {
+                fg((88, 88, 88), (170, 170, 170))
+            },
             focus_border: if mono {
                 plain.add_modifier(Modifier::BOLD)
             } else {
@@ -257,20 +309,44 @@ mod tests {
     #[test]
     fn no_color_wins_and_auto_reads_the_environment() {
         use ColorDepth::*;
-        assert_eq!(resolve_depth(TrueColor, Some("1"), Some("truecolor"), None), Depth::None);
-        assert_eq!(resolve_depth(Auto, Some(""), Some("truecolor"), None), Depth::TrueColor);
-        assert_eq!(resolve_depth(Auto, None, Some("24bit"), Some("xterm")), Depth::TrueColor);
-        assert_eq!(resolve_depth(Auto, None, None, Some("xterm-256color")), Depth::Ansi256);
-        assert_eq!(resolve_depth(Auto, None, None, Some("xterm")), Depth::Ansi16);
+        assert_eq!(
+            resolve_depth(TrueColor, Some("1"), Some("truecolor"), None),
+            Depth::None
+        );
+        assert_eq!(
+            resolve_depth(Auto, Some(""), Some("truecolor"), None),
+            Depth::TrueColor
+        );
+        assert_eq!(
+            resolve_depth(Auto, None, Some("24bit"), Some("xterm")),
+            Depth::TrueColor
+        );
+        assert_eq!(
+            resolve_depth(Auto, None, None, Some("xterm-256color")),
+            Depth::Ansi256
+        );
+        assert_eq!(
+            resolve_depth(Auto, None, None, Some("xterm")),
+            Depth::Ansi16
+        );
         assert_eq!(resolve_depth(Auto, None, None, Some("dumb")), Depth::None);
-        assert_eq!(resolve_depth(Ansi16, None, Some("truecolor"), None), Depth::Ansi16);
+        assert_eq!(
+            resolve_depth(Ansi16, None, Some("truecolor"), None),
+            Depth::Ansi16
+        );
     }
 
     #[test]
     fn rgb_maps_down() {
-        assert_eq!(map_rgb((255, 85, 85), Depth::TrueColor), Color::Rgb(255, 85, 85));
+        assert_eq!(
+            map_rgb((255, 85, 85), Depth::TrueColor),
+            Color::Rgb(255, 85, 85)
+        );
         assert_eq!(map_rgb((255, 0, 0), Depth::Ansi256), Color::Indexed(196));
-        assert_eq!(map_rgb((128, 128, 128), Depth::Ansi256), Color::Indexed(244));
+        assert_eq!(
+            map_rgb((128, 128, 128), Depth::Ansi256),
+            Color::Indexed(244)
+        );
         assert_eq!(map_rgb((0, 0, 0), Depth::Ansi256), Color::Indexed(16));
         assert_eq!(map_rgb((255, 85, 85), Depth::Ansi16), Color::LightRed);
         assert_eq!(map_rgb((80, 200, 120), Depth::Ansi16), Color::LightGreen);

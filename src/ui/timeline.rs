@@ -27,7 +27,10 @@ impl Widget for &Timeline<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
         let t = &app.theme;
-        let (Some(first_t), Some(last)) = (app.history.time_at(app.history.first_slot()), app.history.last_slot()) else {
+        let (Some(first_t), Some(last)) = (
+            app.history.time_at(app.history.first_slot()),
+            app.history.last_slot(),
+        ) else {
             return;
         };
         let last_t = app.history.time_at(last).unwrap_or(first_t);
@@ -35,15 +38,24 @@ impl Widget for &Timeline<'_> {
             Mode::Replay(p) => (p.playing, p.speed),
             Mode::Live => (false, 1),
         };
-        let label_l = format!(" {} {:>2}× {} ", if playing { "▶" } else { "❚❚" }, speed, app.clock.hms(app.shown_ms()));
+        let label_l = format!(
+            " {} {:>2}× {} ",
+            if playing { "▶" } else { "❚❚" },
+            speed,
+            app.clock.hms(app.shown_ms())
+        );
         let label_r = format!(" {}–{} ", app.clock.hms(first_t), app.clock.hms(last_t));
         let bar_x = area.x + label_l.chars().count() as u16;
-        let bar_w = area.width.saturating_sub(label_l.chars().count() as u16 + label_r.chars().count() as u16);
+        let bar_w = area
+            .width
+            .saturating_sub(label_l.chars().count() as u16 + label_r.chars().count() as u16);
         if bar_w < 4 || area.height < 2 {
             return;
         }
         let span = (last_t - first_t).max(1) as f64;
-        let col = |tm: u64| -> u16 { (((tm.saturating_sub(first_t)) as f64 / span) * (bar_w - 1) as f64).round() as u16 };
+        let col = |tm: u64| -> u16 {
+            (((tm.saturating_sub(first_t)) as f64 / span) * (bar_w - 1) as f64).round() as u16
+        };
         // Line 1: event markers.
         let mut marks: Vec<(char, u8)> = vec![(' ', 0); bar_w as usize];
         for e in &app.events {
@@ -60,8 +72,11 @@ impl Widget for &Timeline<'_> {
         buf.set_string(bar_x, area.y, marks_line, t.warn);
         // Line 2: the bar with the position.
         let pos = col(app.shown_ms()) as usize;
-        let bar: String = (0..bar_w as usize).map(|i| if i < pos { '━' } else { '─' }).collect();
-        Line::from(Span::styled(label_l, t.paused)).render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
+        let bar: String = (0..bar_w as usize)
+            .map(|i| if i < pos { '━' } else { '─' })
+            .collect();
+        Line::from(Span::styled(label_l, t.paused))
+            .render(Rect::new(area.x, area.y + 1, area.width, 1), buf);
         buf.set_string(bar_x, area.y + 1, bar, t.accent);
         buf.set_string(bar_x + pos as u16, area.y + 1, "●", t.peak_mark);
         buf.set_string(bar_x + bar_w, area.y + 1, label_r, t.dim);

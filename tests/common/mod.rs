@@ -17,7 +17,9 @@ pub fn tool_available(name: &str) -> bool {
         if std::env::var("VRAMWATCH_REQUIRE_TOOLS").as_deref() == Ok("1") {
             panic!("`{name}` is required (VRAMWATCH_REQUIRE_TOOLS=1) but not installed");
         }
-        eprintln!("SKIPPED: `{name}` is not installed; set VRAMWATCH_REQUIRE_TOOLS=1 to make this a failure");
+        eprintln!(
+            "SKIPPED: `{name}` is not installed; set VRAMWATCH_REQUIRE_TOOLS=1 to make this a failure"
+        );
     }
     found
 }
