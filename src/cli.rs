@@ -95,6 +95,13 @@ pub enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Measure the sampler's CPU cost against the raw NVML calls (for
+    /// benchmarks; prints JSON).
+    #[command(hide = true)]
+    BenchSampler {
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+    },
 }
 
 #[derive(Debug, Clone, Args)]

@@ -59,7 +59,7 @@ fn live_dashboard(cli: &Cli, me: String) -> Result<()> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
-        let sampler = sampler::Sampler::spawn(src, config.sampling.schedule());
+        let sampler = sampler::Sampler::spawn(src, config.schedule());
         let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
         let mut app = App::new(config, sampler.system.clone(), Mode::Live, me);
         app.theme = theme;
@@ -96,6 +96,15 @@ fn run(cli: Cli) -> Result<()> {
                 out.write_all(snapshot::to_table(&system, &snap, width).as_bytes())?;
             }
             out.flush()?;
+            Ok(())
+        }
+        Some(Command::BenchSampler { seconds }) => {
+            let config = config::load(cli.source.config.as_deref())?;
+            let demo = cli.source.demo.clone();
+            let seed = cli.source.seed;
+            let open = move || -> Result<Box<dyn source::Source>> { Ok(source::open(demo.as_deref(), seed, &me, 0)?) };
+            let costs = vramwatch::commands::bench_sampler::run(&open, config.schedule(), *seconds)?;
+            println!("{}", serde_json::to_string_pretty(&costs)?);
             Ok(())
         }
         Some(other) => anyhow::bail!("`{other:?}` is not built yet"),

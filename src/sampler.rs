@@ -35,6 +35,8 @@ pub struct Schedule {
     pub slow: Option<Duration>,
     /// Process utilisation period (rounded to whole intervals).
     pub proc_util: Duration,
+    /// Burst sampling: from this memory % the fast lane runs at this period.
+    pub burst: Option<(f64, Duration)>,
 }
 
 impl Default for Schedule {
@@ -44,6 +46,7 @@ impl Default for Schedule {
             fast: Some(Duration::from_millis(100)),
             slow: Some(Duration::from_secs(5)),
             proc_util: Duration::from_secs(1),
+            burst: Some((90.0, Duration::from_millis(50))),
         }
     }
 }
@@ -345,15 +348,65 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot) -> Vec<Event> {
 
 // ---- the live sampler ---------------------------------------------------
 
+/// Fast-lane reads between two normal reads, kept by the GPU's own thread
+/// and handed over with the normal read: the fast lane costs one thread
+/// wake-up per read, nothing on the async side.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Peaks {
+    pub used: Option<u64>,
+    pub reads: u32,
+    pub procs: HashMap<u32, u64>,
+    pub lost: Option<String>,
+}
+
+impl Peaks {
+    pub fn add(&mut self, r: &Result<FastReading, ProbeError>) {
+        match r {
+            Ok(f) => {
+                if let Some(m) = f.mem {
+                    self.used = Some(self.used.map_or(m.used, |p| p.max(m.used)));
+                    self.reads += 1;
+                }
+                for p in &f.procs {
+                    if let Some(b) = p.mem {
+                        let e = self.procs.entry(p.pid).or_insert(b);
+                        *e = (*e).max(b);
+                    }
+                }
+            }
+            Err(ProbeError::Lost { reason, .. }) => self.lost = Some(reason.clone()),
+        }
+    }
+}
+
+impl Assembler {
+    /// Folds a worker's fast-lane peaks into the current interval.
+    pub fn fold_peaks(&mut self, gpu: usize, p: Peaks) {
+        let Some(slot) = self.gpus.get_mut(gpu) else { return };
+        if let Some(u) = p.used {
+            slot.peak = Some(slot.peak.map_or(u, |x| x.max(u)));
+        }
+        slot.reads += p.reads;
+        for (pid, b) in p.procs {
+            let e = slot.proc_peak.entry(pid).or_insert(b);
+            *e = (*e).max(b);
+        }
+        if let Some(reason) = p.lost {
+            slot.lost = Some(reason);
+            slot.fresh = true;
+        }
+    }
+}
+
 enum Request {
-    Fast(Millis),
     Normal(Millis, bool),
     Slow(Millis),
+    /// Change (or stop, with `None`) the fast lane's period.
+    FastPeriod(Option<Duration>),
 }
 
 enum Reply {
-    Fast(usize, Result<FastReading, ProbeError>),
-    Normal(usize, u64, Result<NormalReading, ProbeError>, u32),
+    Normal(usize, Millis, Result<NormalReading, ProbeError>, u32, Peaks),
     Slow(usize, Result<SlowReading, ProbeError>),
     Host(Snapshot),
 }
@@ -379,20 +432,17 @@ impl Sampler {
         let (reply_tx, reply_rx) = mpsc::unbounded_channel();
         let n = system.gpus.len();
         let main: Vec<_> = (0..n)
-            .map(|i| spawn_worker(format!("vw-gpu{i}"), i, source.probe(i), reply_tx.clone()))
-            .map(Worker::new)
+            .map(|i| {
+                let w = spawn_worker(format!("vw-gpu{i}"), i, source.probe(i), reply_tx.clone(), schedule.fast);
+                Worker::new(w)
+            })
             .collect();
         let slow: Vec<_> = if schedule.slow.is_some() {
             (0..n)
                 .map(|i| {
-                    spawn_worker(
-                        format!("vw-gpu{i}-slow"),
-                        i,
-                        source.probe(i),
-                        reply_tx.clone(),
-                    )
+                    let w = spawn_worker(format!("vw-gpu{i}-slow"), i, source.probe(i), reply_tx.clone(), None);
+                    Worker::new(w)
                 })
-                .map(Worker::new)
                 .collect()
         } else {
             Vec::new()
@@ -408,6 +458,7 @@ impl Sampler {
             latest: latest_tx,
             prev: None,
             seq: 0,
+            bursting: vec![false; n],
         };
         tokio::spawn(run.run(reply_rx, stop_rx));
         Sampler {
@@ -430,28 +481,61 @@ impl Sampler {
     }
 }
 
+/// A GPU's reader thread: answers normal and slow requests, and between
+/// them reads the fast lane on its own timer, keeping the peaks.
 fn spawn_worker(
     name: String,
     gpu: usize,
     mut probe: Box<dyn GpuProbe>,
     out: mpsc::UnboundedSender<Reply>,
+    fast: Option<Duration>,
 ) -> SyncSender<Request> {
-    // Bounded: the scheduler counts requests in flight and never queues
-    // more than a normal read behind a fast one; a lane that finds its
-    // worker busy skips a beat instead of queueing up.
-    let (tx, rx) = std_mpsc::sync_channel::<Request>(2);
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::time::Instant;
+    let (tx, rx) = std_mpsc::sync_channel::<Request>(4);
     // If the thread cannot start, `rx` is dropped with the closure: every
     // request then fails and the GPU shows as stale instead of a crash.
     let _ = thread::Builder::new().name(name).spawn(move || {
-        while let Ok(req) = rx.recv() {
+        let mut fast = fast;
+        let mut peaks = Peaks::default();
+        let mut next = Instant::now();
+        loop {
+            let req = match fast {
+                Some(period) => {
+                    let wait = next.saturating_duration_since(Instant::now());
+                    match rx.recv_timeout(wait) {
+                        Ok(r) => Some(r),
+                        Err(RecvTimeoutError::Timeout) => {
+                            peaks.add(&probe.fast(now_ms()));
+                            next += period;
+                            let now = Instant::now();
+                            if next < now {
+                                // Fell behind (a slow call): skip, don't burst.
+                                next = now + period;
+                            }
+                            None
+                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+                None => match rx.recv() {
+                    Ok(r) => Some(r),
+                    Err(_) => break,
+                },
+            };
             let reply = match req {
-                Request::Fast(t) => Reply::Fast(gpu, probe.fast(t)),
-                Request::Normal(t, util) => {
+                None => continue,
+                Some(Request::Normal(t, util)) => {
                     let r = probe.normal(t, util);
                     let lag = now_ms().saturating_sub(t) as u32;
-                    Reply::Normal(gpu, t, r, lag)
+                    Reply::Normal(gpu, t, r, lag, std::mem::take(&mut peaks))
                 }
-                Request::Slow(t) => Reply::Slow(gpu, probe.slow(t)),
+                Some(Request::Slow(t)) => Reply::Slow(gpu, probe.slow(t)),
+                Some(Request::FastPeriod(p)) => {
+                    fast = p;
+                    next = Instant::now() + p.unwrap_or_default();
+                    continue;
+                }
             };
             if out.send(reply).is_err() {
                 break;
@@ -461,21 +545,16 @@ fn spawn_worker(
     tx
 }
 
-fn spawn_host(
-    mut facts: Box<dyn HostFacts>,
-    out: mpsc::UnboundedSender<Reply>,
-) -> SyncSender<Snapshot> {
+fn spawn_host(mut facts: Box<dyn HostFacts>, out: mpsc::UnboundedSender<Reply>) -> SyncSender<Snapshot> {
     let (tx, rx) = std_mpsc::sync_channel::<Snapshot>(2);
-    let _ = thread::Builder::new()
-        .name("vw-host".into())
-        .spawn(move || {
-            while let Ok(mut snap) = rx.recv() {
-                facts.enrich(snap.t_ms, &mut snap.procs);
-                if out.send(Reply::Host(snap)).is_err() {
-                    break;
-                }
+    let _ = thread::Builder::new().name("vw-host".into()).spawn(move || {
+        while let Ok(mut snap) = rx.recv() {
+            facts.enrich(snap.t_ms, &mut snap.procs);
+            if out.send(Reply::Host(snap)).is_err() {
+                break;
             }
-        });
+        }
+    });
     tx
 }
 
@@ -518,6 +597,8 @@ struct Run {
     latest: watch::Sender<Option<Arc<Snapshot>>>,
     prev: Option<Arc<Snapshot>>,
     seq: u64,
+    /// GPUs whose fast lane runs at the burst period.
+    bursting: Vec<bool>,
 }
 
 /// One normal round in progress.
@@ -536,9 +617,6 @@ impl Run {
         use tokio::time::{MissedTickBehavior, interval};
         let mut normal = interval(self.schedule.interval);
         normal.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        let fast_period = self.schedule.fast.unwrap_or(Duration::from_secs(3600));
-        let mut fast = interval(fast_period);
-        fast.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let slow_period = self.schedule.slow.unwrap_or(Duration::from_secs(3600));
         let mut slow = interval(slow_period);
         slow.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -558,16 +636,13 @@ impl Run {
                 reply = replies.recv() => {
                     let Some(reply) = reply else { break };
                     match reply {
-                        Reply::Fast(g, r) => {
-                            self.main[g].answered();
-                            self.asm.fold_fast(g, r);
-                        }
                         Reply::Slow(g, r) => {
                             self.slow[g].answered();
                             self.asm.fold_slow(g, r);
                         }
-                        Reply::Normal(g, t, r, lag) => {
+                        Reply::Normal(g, t, r, lag, peaks) => {
                             self.main[g].answered();
+                            self.asm.fold_peaks(g, peaks);
                             self.asm.fold_normal_after(g, r, lag);
                             if let Some(cur) = round.as_mut()
                                 && cur.t_ms == t
@@ -592,9 +667,9 @@ impl Run {
                     rounds += 1;
                     let mut waiting = HashSet::new();
                     for (i, w) in self.main.iter_mut().enumerate() {
-                        // Behind at most one fast read; a GPU still busy
-                        // with an older normal read is shown stale.
-                        if w.offer(Request::Normal(t, with_util), 2) {
+                        // A GPU still busy with an older normal read is
+                        // shown stale.
+                        if w.offer(Request::Normal(t, with_util), 1) {
                             waiting.insert(i);
                         }
                     }
@@ -603,13 +678,6 @@ impl Run {
                         self.close_round(r);
                     } else {
                         round = Some(r);
-                    }
-                }
-                _ = fast.tick(), if self.schedule.fast.is_some() => {
-                    let t = now_ms();
-                    for w in &mut self.main {
-                        // Busy: skip this beat.
-                        w.offer(Request::Fast(t), 1);
                     }
                 }
                 _ = slow.tick(), if self.schedule.slow.is_some() => {
@@ -623,7 +691,6 @@ impl Run {
                         self.close_round(r);
                     }
                 }
-
             }
         }
     }
@@ -640,12 +707,38 @@ impl Run {
         }
     }
 
+    /// Speeds the fast lane up on GPUs above the burst level, and back down
+    /// once they are 2 points below it.
+    fn adjust_bursts(&mut self, snap: &Snapshot) {
+        let (Some(fast), Some((level, burst))) = (self.schedule.fast, self.schedule.burst) else {
+            return;
+        };
+        for g in &snap.gpus {
+            let i = g.index as usize;
+            let Some(pct) = g.mem.map(|m| {
+                let peak = g.mem_peak.unwrap_or(m.used).max(m.used);
+                (peak + m.reserved) as f64 * 100.0 / m.total.max(1) as f64
+            }) else {
+                continue;
+            };
+            let Some(on) = self.bursting.get(i).copied() else { continue };
+            let want = if on { pct >= level - 2.0 } else { pct >= level };
+            if want != on
+                && let Some(w) = self.main.get(i)
+                && w.tx.try_send(Request::FastPeriod(Some(if want { burst } else { fast }))).is_ok()
+            {
+                self.bursting[i] = want;
+            }
+        }
+    }
+
     fn publish(&mut self, mut snap: Snapshot) {
         if let Some(prev) = &self.prev {
             let mut ev = diff_events(prev, &snap);
             ev.append(&mut snap.events);
             snap.events = ev;
         }
+        self.adjust_bursts(&snap);
         let snap = Arc::new(snap);
         self.prev = Some(snap.clone());
         let _ = self.tx.send(snap.clone());
@@ -885,6 +978,7 @@ mod tests {
             fast: Some(Duration::from_millis(20)),
             slow: Some(Duration::from_millis(400)),
             proc_util: Duration::from_millis(200),
+            burst: None,
         };
         let sampler = Sampler::spawn(Box::new(source), schedule);
         let mut rx = sampler.subscribe();

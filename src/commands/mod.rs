@@ -1,5 +1,6 @@
 //! What each subcommand does, one module each; `main.rs` only dispatches.
 
+pub mod bench_sampler;
 pub mod config;
 pub mod dashboard;
 pub mod export;

@@ -65,13 +65,16 @@ impl Default for Sampling {
     }
 }
 
-impl Sampling {
+impl Config {
+    /// The sampler's schedule: lanes from `[sampling]`, bursts from `[alerts]`.
     pub fn schedule(&self) -> crate::sampler::Schedule {
+        let s = &self.sampling;
         crate::sampler::Schedule {
-            interval: self.interval,
-            fast: self.fast_interval,
-            slow: self.slow_interval,
-            proc_util: self.proc_util_interval,
+            interval: s.interval,
+            fast: s.fast_interval,
+            slow: s.slow_interval,
+            proc_util: s.proc_util_interval,
+            burst: self.alerts.burst_level.map(|l| (l, self.alerts.burst_interval)),
         }
     }
 }

@@ -1,0 +1,128 @@
+//! `vramwatch bench-sampler` (hidden): what the sampler costs against the
+//! raw cost of the NVML calls it makes, measured in one run.
+//!
+//! Phase 1 makes the same calls on the same schedule from one plain thread
+//! (no channels, no assembling, no host facts) and counts the process's CPU
+//! time. Phase 2 runs the real `Sampler` for as long and counts the same.
+//! The ratio is the sampler's overhead.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use nix::sys::resource::{UsageWho, getrusage};
+
+use crate::sampler::{Sampler, Schedule, now_ms};
+use crate::source::Source;
+
+/// CPU seconds (user + system) this process has used.
+pub fn cpu_seconds() -> f64 {
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(u) => {
+            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+            t(u.user_time()) + t(u.system_time())
+        }
+        Err(_) => 0.0,
+    }
+}
+
+/// The figures of one measurement.
+#[derive(Debug, serde::Serialize)]
+pub struct Costs {
+    pub seconds: f64,
+    pub gpus: usize,
+    pub raw_cpu_s: f64,
+    pub sampler_cpu_s: f64,
+    pub raw_pct_of_core: f64,
+    pub sampler_pct_of_core: f64,
+    pub ratio: f64,
+    pub snapshots: u64,
+    pub fast_reads_per_snapshot: f64,
+}
+
+/// Phase 1: the calls alone, on the sampler's schedule, from one thread.
+fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
+    let n = source.system().gpus.len();
+    let mut main: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
+    let mut slow: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
+    let fast_every = schedule.fast.unwrap_or(Duration::from_secs(3600));
+    let slow_every = schedule.slow.unwrap_or(Duration::from_secs(3600));
+    let util_every = (schedule.proc_util.as_millis() / schedule.interval.as_millis().max(1)).max(1) as u64;
+    let start = Instant::now();
+    let cpu0 = cpu_seconds();
+    let (mut next_fast, mut next_normal, mut next_slow) = (start, start, start);
+    let mut rounds = 0u64;
+    while start.elapsed() < run {
+        let now = Instant::now();
+        let t = now_ms();
+        if now >= next_normal {
+            for p in &mut main {
+                let _ = p.normal(t, rounds.is_multiple_of(util_every));
+            }
+            rounds += 1;
+            next_normal += schedule.interval;
+        } else if now >= next_fast && schedule.fast.is_some() {
+            for p in &mut main {
+                let _ = p.fast(t);
+            }
+        }
+        while next_fast <= now {
+            next_fast += fast_every;
+        }
+        if now >= next_slow && schedule.slow.is_some() {
+            for p in &mut slow {
+                let _ = p.slow(t);
+            }
+            next_slow += slow_every;
+        }
+        let wake = next_fast.min(next_normal).min(next_slow);
+        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+    }
+    cpu_seconds() - cpu0
+}
+
+/// Phase 2: the real sampler, headless.
+async fn sampler(source: Box<dyn Source>, schedule: Schedule, run: Duration) -> (f64, u64, f64) {
+    let cpu0 = cpu_seconds();
+    let s = Sampler::spawn(source, schedule);
+    let mut rx = s.subscribe();
+    let end = tokio::time::Instant::now() + run;
+    let (mut snaps, mut reads) = (0u64, 0u64);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep_until(end) => break,
+            r = rx.recv() => if let Ok(snap) = r {
+                snaps += 1;
+                reads += snap.gpus.iter().map(|g| g.mem_reads as u64).sum::<u64>();
+            }
+        }
+    }
+    let cpu = cpu_seconds() - cpu0;
+    drop(s);
+    let per = if snaps == 0 { 0.0 } else { reads as f64 / snaps as f64 };
+    (cpu, snaps, per)
+}
+
+pub fn run(open: &dyn Fn() -> Result<Box<dyn Source>>, schedule: Schedule, seconds: u64) -> Result<Costs> {
+    let run = Duration::from_secs(seconds.max(1));
+    let raw_source = open()?;
+    let gpus = raw_source.system().gpus.len();
+    let raw = raw_calls(raw_source.as_ref(), schedule, run);
+    drop(raw_source);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let (cpu, snapshots, per) = rt.block_on(sampler(open()?, schedule, run));
+    let secs = run.as_secs_f64();
+    Ok(Costs {
+        seconds: secs,
+        gpus,
+        raw_cpu_s: raw,
+        sampler_cpu_s: cpu,
+        raw_pct_of_core: raw / secs * 100.0,
+        sampler_pct_of_core: cpu / secs * 100.0,
+        ratio: if raw > 0.0 { cpu / raw } else { f64::NAN },
+        snapshots,
+        fast_reads_per_snapshot: per,
+    })
+}
