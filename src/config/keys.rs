@@ -444,11 +444,26 @@ mod tests {
     #[test]
     fn events_map_to_actions() {
         let m = KeyMap::default();
-        assert_eq!(m.action(&ev(KeyCode::Char('q'), KeyModifiers::NONE)), Some(Action::Quit));
-        assert_eq!(m.action(&ev(KeyCode::Char('c'), KeyModifiers::CONTROL)), Some(Action::Quit));
-        assert_eq!(m.action(&ev(KeyCode::Char('K'), KeyModifiers::SHIFT)), Some(Action::Kill));
-        assert_eq!(m.action(&ev(KeyCode::Char('k'), KeyModifiers::NONE)), Some(Action::Up));
-        assert_eq!(m.action(&ev(KeyCode::F(9), KeyModifiers::NONE)), Some(Action::Terminate));
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('q'), KeyModifiers::NONE)),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('K'), KeyModifiers::SHIFT)),
+            Some(Action::Kill)
+        );
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('k'), KeyModifiers::NONE)),
+            Some(Action::Up)
+        );
+        assert_eq!(
+            m.action(&ev(KeyCode::F(9), KeyModifiers::NONE)),
+            Some(Action::Terminate)
+        );
         assert_eq!(m.action(&ev(KeyCode::Char('x'), KeyModifiers::NONE)), None);
     }
 
@@ -456,7 +471,10 @@ mod tests {
     fn rebinding_replaces_and_conflicts_are_found() {
         let mut m = KeyMap::default();
         m.bind(Action::Quit, vec![parse_key("x").unwrap()]);
-        assert_eq!(m.action(&ev(KeyCode::Char('x'), KeyModifiers::NONE)), Some(Action::Quit));
+        assert_eq!(
+            m.action(&ev(KeyCode::Char('x'), KeyModifiers::NONE)),
+            Some(Action::Quit)
+        );
         assert_eq!(m.action(&ev(KeyCode::Char('q'), KeyModifiers::NONE)), None);
         m.bind(Action::Help, vec![parse_key("x").unwrap()]);
         assert!(m.conflict().is_some());
