@@ -56,6 +56,9 @@ fn run(cli: Cli) -> Result<()> {
             out.flush()?;
             Ok(())
         }
+        Some(Command::Config { action }) => {
+            vramwatch::commands::config::run(&action, cli.source.config.as_deref())
+        }
         Some(other) => anyhow::bail!("`{other:?}` is not built yet"),
         None => anyhow::bail!("the dashboard is not built yet; try `vramwatch snapshot --demo`"),
     }

@@ -1,13 +1,26 @@
-//! The validated configuration every part of the program reads. Loading,
-//! the TOML schema and its error messages live in `load.rs`; the
-//! documented default is `config/default.toml`, embedded.
+//! The validated configuration every part of the program reads.
+//!
+//! `load.rs` reads a file ([`load`], [`load_file`], [`parse`]); the schema
+//! as written is `raw.rs` (serde), serde's complaints are put in words by
+//! `shape.rs`, values are checked by `check.rs`, and units (`1s`, `1GiB`,
+//! `4MiB/s`) are read by `units.rs`. The documented default is
+//! `config/default.toml`, embedded as [`DEFAULT_TOML`]; it parses to
+//! exactly `Config::default()`.
 
+mod check;
 pub mod load;
+pub mod raw;
+mod shape;
+pub mod units;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use load::{ConfigError, default_path, load, load_file, DEFAULT_TOML};
+pub use load::{
+    ConfigError, DEFAULT_TOML, Position, Problem, SCHEMA_VERSION, default_path, load, load_file,
+    parse, resolve,
+};
+pub use shape::closest;
 
 /// A warn and a critical level for one figure; `warn < crit` always.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,7 +89,8 @@ impl Sampling {
     }
 }
 
-/// Percent levels except temperature (°C).
+/// Percent levels except temperature (°C). Ranges: memory and
+/// utilisation 0 ..= 100, temperature 0 ..= 150, power 0 ..= 200.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Thresholds {
     /// Memory in use (used + reserved) as % of total.
@@ -92,10 +106,22 @@ pub struct Thresholds {
 impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
-            memory: Level { warn: 80.0, crit: 95.0 },
-            temperature: Level { warn: 80.0, crit: 90.0 },
-            power: Level { warn: 90.0, crit: 98.0 },
-            utilization: Level { warn: 90.0, crit: 99.0 },
+            memory: Level {
+                warn: 80.0,
+                crit: 95.0,
+            },
+            temperature: Level {
+                warn: 80.0,
+                crit: 90.0,
+            },
+            power: Level {
+                warn: 90.0,
+                crit: 98.0,
+            },
+            utilization: Level {
+                warn: 90.0,
+                crit: 99.0,
+            },
         }
     }
 }
@@ -107,15 +133,18 @@ pub struct Alerts {
     /// Program and arguments run when an alert fires (no shell); the alert's
     /// fields are in `VRAMWATCH_ALERT_*` environment variables. Empty = none.
     pub command: Vec<String>,
-    /// Alert when a GPU is forecast to be full in less than this.
+    /// Alert when a GPU is forecast to be full in less than this; zero
+    /// (`"off"` in the file) turns forecast alerts off. 10 s ..= 7 days.
     pub forecast_below: Duration,
-    /// A process growing at least this fast (bytes/s) ...
+    /// A process growing at least this fast (bytes/s, 1 KiB/s ..= 1 TiB/s) ...
     pub leak_min_rate: f64,
-    /// ... for at least this long is flagged as leaking.
+    /// ... for at least this long (1 s ..= 1 day) is flagged as leaking.
     pub leak_min_duration: Duration,
-    /// Memory % from which the fast lane speeds up (burst sampling); `None` = off.
+    /// Memory % (1 ..= 100) from which the fast lane speeds up (burst
+    /// sampling); `None` = off.
     pub burst_level: Option<f64>,
-    /// Fast-lane period while bursting.
+    /// Fast-lane period while bursting, 10 ms ..= 1 s and no longer than
+    /// `Sampling::fast_interval`.
     pub burst_interval: Duration,
 }
 
@@ -237,13 +266,14 @@ impl Default for Display {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
     /// Where `r` in the dashboard writes recordings; `None` = the platform
-    /// data dir's `vramwatch/recordings`.
+    /// data dir's `vramwatch/recordings`. Always absolute (`~/` is expanded).
     pub dir: Option<PathBuf>,
-    /// A recording file is rotated when it reaches this many bytes.
+    /// A recording file is rotated when it reaches this many bytes
+    /// (1 MiB ..= 1 TiB).
     pub max_size: u64,
     /// Compress with zstd (`.jsonl.zst`).
     pub compress: bool,
-    /// fsync this often.
+    /// fsync this often, 100 ms ..= 1 h.
     pub sync_every: Duration,
 }
 
@@ -260,6 +290,7 @@ impl Default for Record {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Serve {
+    /// Listen address; always parses as a `SocketAddr` (checked on load).
     pub listen: String,
 }
 
