@@ -38,12 +38,7 @@ fn main() -> ExitCode {
 
 /// `vramwatch [--demo]`: the dashboard over a live sampler.
 fn live_dashboard(cli: &Cli, me: String) -> Result<()> {
-    let mut config = config::load(cli.source.config.as_deref())?;
-    if let Some(i) = cli.source.interval {
-        config.sampling.interval = i;
-        config.sampling.fast_interval = config.sampling.fast_interval.map(|f| f.min(i));
-        config.sampling.proc_util_interval = config.sampling.proc_util_interval.max(i);
-    }
+    let mut config = config::load(cli.source.config.as_deref())?.with_interval(cli.source.interval);
     if let Some(c) = cli.ui.color {
         config.display.color = match c {
             ColorArg::Auto => ColorDepth::Auto,
@@ -99,13 +94,20 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Command::BenchSampler { seconds }) => {
-            let config = config::load(cli.source.config.as_deref())?;
+            let config =
+                config::load(cli.source.config.as_deref())?.with_interval(cli.source.interval);
             let demo = cli.source.demo.clone();
             let seed = cli.source.seed;
-            let open = move || -> Result<Box<dyn source::Source>> { Ok(source::open(demo.as_deref(), seed, &me, 0)?) };
-            let costs = vramwatch::commands::bench_sampler::run(&open, config.schedule(), *seconds)?;
+            let open = move || -> Result<Box<dyn source::Source>> {
+                Ok(source::open(demo.as_deref(), seed, &me, 0)?)
+            };
+            let costs =
+                vramwatch::commands::bench_sampler::run(&open, config.schedule(), *seconds)?;
             println!("{}", serde_json::to_string_pretty(&costs)?);
             Ok(())
+        }
+        Some(Command::Config { action }) => {
+            vramwatch::commands::config::run(action, cli.source.config.as_deref())
         }
         Some(other) => anyhow::bail!("`{other:?}` is not built yet"),
         None => live_dashboard(&cli, me),

@@ -382,7 +382,9 @@ impl Peaks {
 impl Assembler {
     /// Folds a worker's fast-lane peaks into the current interval.
     pub fn fold_peaks(&mut self, gpu: usize, p: Peaks) {
-        let Some(slot) = self.gpus.get_mut(gpu) else { return };
+        let Some(slot) = self.gpus.get_mut(gpu) else {
+            return;
+        };
         if let Some(u) = p.used {
             slot.peak = Some(slot.peak.map_or(u, |x| x.max(u)));
         }
@@ -433,14 +435,26 @@ impl Sampler {
         let n = system.gpus.len();
         let main: Vec<_> = (0..n)
             .map(|i| {
-                let w = spawn_worker(format!("vw-gpu{i}"), i, source.probe(i), reply_tx.clone(), schedule.fast);
+                let w = spawn_worker(
+                    format!("vw-gpu{i}"),
+                    i,
+                    source.probe(i),
+                    reply_tx.clone(),
+                    schedule.fast,
+                );
                 Worker::new(w)
             })
             .collect();
         let slow: Vec<_> = if schedule.slow.is_some() {
             (0..n)
                 .map(|i| {
-                    let w = spawn_worker(format!("vw-gpu{i}-slow"), i, source.probe(i), reply_tx.clone(), None);
+                    let w = spawn_worker(
+                        format!("vw-gpu{i}-slow"),
+                        i,
+                        source.probe(i),
+                        reply_tx.clone(),
+                        None,
+                    );
                     Worker::new(w)
                 })
                 .collect()
@@ -545,16 +559,21 @@ fn spawn_worker(
     tx
 }
 
-fn spawn_host(mut facts: Box<dyn HostFacts>, out: mpsc::UnboundedSender<Reply>) -> SyncSender<Snapshot> {
+fn spawn_host(
+    mut facts: Box<dyn HostFacts>,
+    out: mpsc::UnboundedSender<Reply>,
+) -> SyncSender<Snapshot> {
     let (tx, rx) = std_mpsc::sync_channel::<Snapshot>(2);
-    let _ = thread::Builder::new().name("vw-host".into()).spawn(move || {
-        while let Ok(mut snap) = rx.recv() {
-            facts.enrich(snap.t_ms, &mut snap.procs);
-            if out.send(Reply::Host(snap)).is_err() {
-                break;
+    let _ = thread::Builder::new()
+        .name("vw-host".into())
+        .spawn(move || {
+            while let Ok(mut snap) = rx.recv() {
+                facts.enrich(snap.t_ms, &mut snap.procs);
+                if out.send(Reply::Host(snap)).is_err() {
+                    break;
+                }
             }
-        }
-    });
+        });
     tx
 }
 
@@ -721,11 +740,15 @@ impl Run {
             }) else {
                 continue;
             };
-            let Some(on) = self.bursting.get(i).copied() else { continue };
+            let Some(on) = self.bursting.get(i).copied() else {
+                continue;
+            };
             let want = if on { pct >= level - 2.0 } else { pct >= level };
             if want != on
                 && let Some(w) = self.main.get(i)
-                && w.tx.try_send(Request::FastPeriod(Some(if want { burst } else { fast }))).is_ok()
+                && w.tx
+                    .try_send(Request::FastPeriod(Some(if want { burst } else { fast })))
+                    .is_ok()
             {
                 self.bursting[i] = want;
             }

@@ -12,8 +12,15 @@ fn vw() -> Command {
 
 #[test]
 fn snapshot_demo_json_follows_the_documented_schema() {
-    let out = vw().args(["snapshot", "--demo", "--json"]).output().expect("run");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = vw()
+        .args(["snapshot", "--demo", "--json"])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
     assert_eq!(v["schema"], "vramwatch.snapshot/1");
     assert_eq!(v["system"]["source"], "sim:demo");
@@ -62,8 +69,14 @@ fn no_driver_is_a_one_line_error_with_exit_code_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(err.contains("/nonexistent/libnvidia-ml.so.1") && err.contains("--demo"), "{err}");
-    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+    assert!(
+        err.contains("/nonexistent/libnvidia-ml.so.1") && err.contains("--demo"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -71,7 +84,10 @@ fn bad_arguments_exit_2_with_a_reason() {
     vw().args(["snapshot", "--demo", "nosuch"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("unknown demo scenario `nosuch`").and(predicate::str::contains("crowded")));
+        .stderr(
+            predicate::str::contains("unknown demo scenario `nosuch`")
+                .and(predicate::str::contains("crowded")),
+        );
     vw().args(["--interval", "10ms", "snapshot", "--demo"])
         .assert()
         .code(2)
@@ -81,7 +97,10 @@ fn bad_arguments_exit_2_with_a_reason() {
 
 #[test]
 fn version_and_help() {
-    vw().arg("--version").assert().success().stdout(predicate::str::contains(env!("CARGO_PKG_VERSION")));
+    vw().arg("--version")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(env!("CARGO_PKG_VERSION")));
     vw().arg("--help")
         .assert()
         .success()
@@ -99,5 +118,9 @@ fn a_closed_pipe_is_not_an_error() {
         .expect("spawn");
     drop(child.stdout.take());
     let out = child.wait_with_output().expect("wait");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

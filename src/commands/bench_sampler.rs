@@ -46,7 +46,8 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
     let mut slow: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
     let fast_every = schedule.fast.unwrap_or(Duration::from_secs(3600));
     let slow_every = schedule.slow.unwrap_or(Duration::from_secs(3600));
-    let util_every = (schedule.proc_util.as_millis() / schedule.interval.as_millis().max(1)).max(1) as u64;
+    let util_every =
+        (schedule.proc_util.as_millis() / schedule.interval.as_millis().max(1)).max(1) as u64;
     let start = Instant::now();
     let cpu0 = cpu_seconds();
     let (mut next_fast, mut next_normal, mut next_slow) = (start, start, start);
@@ -98,11 +99,19 @@ async fn sampler(source: Box<dyn Source>, schedule: Schedule, run: Duration) -> 
     }
     let cpu = cpu_seconds() - cpu0;
     drop(s);
-    let per = if snaps == 0 { 0.0 } else { reads as f64 / snaps as f64 };
+    let per = if snaps == 0 {
+        0.0
+    } else {
+        reads as f64 / snaps as f64
+    };
     (cpu, snaps, per)
 }
 
-pub fn run(open: &dyn Fn() -> Result<Box<dyn Source>>, schedule: Schedule, seconds: u64) -> Result<Costs> {
+pub fn run(
+    open: &dyn Fn() -> Result<Box<dyn Source>>,
+    schedule: Schedule,
+    seconds: u64,
+) -> Result<Costs> {
     let run = Duration::from_secs(seconds.max(1));
     let raw_source = open()?;
     let gpus = raw_source.system().gpus.len();

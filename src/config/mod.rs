@@ -1,13 +1,26 @@
-//! The validated configuration every part of the program reads. Loading,
-//! the TOML schema and its error messages live in `load.rs`; the
-//! documented default is `config/default.toml`, embedded.
+//! The validated configuration every part of the program reads.
+//!
+//! `load.rs` reads a file ([`load`], [`load_file`], [`parse`]); the schema
+//! as written is `raw.rs` (serde), serde's complaints are put in words by
+//! `shape.rs`, values are checked by `check.rs`, and units (`1s`, `1GiB`,
+//! `4MiB/s`) are read by `units.rs`. The documented default is
+//! `config/default.toml`, embedded as [`DEFAULT_TOML`]; it parses to
+//! exactly `Config::default()`.
 
+mod check;
 pub mod load;
+pub mod raw;
+mod shape;
+pub mod units;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use load::{ConfigError, DEFAULT_TOML, default_path, load, load_file};
+pub use load::{
+    ConfigError, DEFAULT_TOML, Position, Problem, SCHEMA_VERSION, default_path, load, load_file,
+    parse, resolve,
+};
+pub use shape::closest;
 
 /// A warn and a critical level for one figure; `warn < crit` always.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -66,6 +79,20 @@ impl Default for Sampling {
 }
 
 impl Config {
+    /// Applies `--interval`, keeping the lanes consistent: the fast lane and
+    /// the burst period no slower than the interval, process utilisation no
+    /// faster.
+    pub fn with_interval(mut self, interval: Option<Duration>) -> Config {
+        if let Some(i) = interval {
+            let s = &mut self.sampling;
+            s.interval = i;
+            s.fast_interval = s.fast_interval.map(|f| f.min(i));
+            s.proc_util_interval = s.proc_util_interval.max(i);
+            self.alerts.burst_interval = self.alerts.burst_interval.min(i);
+        }
+        self
+    }
+
     /// The sampler's schedule: lanes from `[sampling]`, bursts from `[alerts]`.
     pub fn schedule(&self) -> crate::sampler::Schedule {
         let s = &self.sampling;
@@ -74,12 +101,16 @@ impl Config {
             fast: s.fast_interval,
             slow: s.slow_interval,
             proc_util: s.proc_util_interval,
-            burst: self.alerts.burst_level.map(|l| (l, self.alerts.burst_interval)),
+            burst: self
+                .alerts
+                .burst_level
+                .map(|l| (l, self.alerts.burst_interval)),
         }
     }
 }
 
-/// Percent levels except temperature (°C).
+/// Percent levels except temperature (°C). Ranges: memory and
+/// utilisation 0 ..= 100, temperature 0 ..= 150, power 0 ..= 200.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Thresholds {
     /// Memory in use (used + reserved) as % of total.
@@ -122,15 +153,18 @@ pub struct Alerts {
     /// Program and arguments run when an alert fires (no shell); the alert's
     /// fields are in `VRAMWATCH_ALERT_*` environment variables. Empty = none.
     pub command: Vec<String>,
-    /// Alert when a GPU is forecast to be full in less than this.
+    /// Alert when a GPU is forecast to be full in less than this; zero
+    /// (`"off"` in the file) turns forecast alerts off. 10 s ..= 7 days.
     pub forecast_below: Duration,
-    /// A process growing at least this fast (bytes/s) ...
+    /// A process growing at least this fast (bytes/s, 1 KiB/s ..= 1 TiB/s) ...
     pub leak_min_rate: f64,
-    /// ... for at least this long is flagged as leaking.
+    /// ... for at least this long (1 s ..= 1 day) is flagged as leaking.
     pub leak_min_duration: Duration,
-    /// Memory % from which the fast lane speeds up (burst sampling); `None` = off.
+    /// Memory % (1 ..= 100) from which the fast lane speeds up (burst
+    /// sampling); `None` = off.
     pub burst_level: Option<f64>,
-    /// Fast-lane period while bursting.
+    /// Fast-lane period while bursting, 10 ms ..= 1 s and no longer than
+    /// `Sampling::fast_interval`.
     pub burst_interval: Duration,
 }
 
@@ -252,13 +286,14 @@ impl Default for Display {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
     /// Where `r` in the dashboard writes recordings; `None` = the platform
-    /// data dir's `vramwatch/recordings`.
+    /// data dir's `vramwatch/recordings`. Always absolute (`~/` is expanded).
     pub dir: Option<PathBuf>,
-    /// A recording file is rotated when it reaches this many bytes.
+    /// A recording file is rotated when it reaches this many bytes
+    /// (1 MiB ..= 1 TiB).
     pub max_size: u64,
     /// Compress with zstd (`.jsonl.zst`).
     pub compress: bool,
-    /// fsync this often.
+    /// fsync this often, 100 ms ..= 1 h.
     pub sync_every: Duration,
 }
 
@@ -275,6 +310,7 @@ impl Default for Record {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Serve {
+    /// Listen address; always parses as a `SocketAddr` (checked on load).
     pub listen: String,
 }
 

@@ -1,0 +1,734 @@
+//! Value checks: units, ranges, warn below critical, lanes that fit the
+//! interval, columns, key bindings (`bindings.rs`), addresses. Each check
+//! records its problem and falls back to the default, so every problem in
+//! a file is found in one run.
+
+mod bindings;
+
+use std::net::SocketAddr;
+use std::ops::{Range, RangeInclusive};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::load::{Found, Position, SCHEMA_VERSION, echo};
+use super::raw::{self, DurationKind, DurationOrOffKind, RawConfig, S, Scalar, Text};
+use super::shape::closest;
+use super::units::{
+    format_duration, format_rate, format_size, parse_duration, parse_rate, parse_size,
+};
+use super::{
+    Alerts, ColorDepth, Column, Config, Display, Level, Record, Sampling, Serve, Theme, Thresholds,
+};
+
+/// Checks `raw`, adding to `problems` (those found before, by serde, about
+/// the keys listed in `refused`).
+pub(super) fn config(
+    text: &str,
+    raw: RawConfig,
+    problems: Vec<Found>,
+    refused: Vec<String>,
+) -> (Config, Vec<Found>) {
+    let mut v = Validator {
+        text,
+        problems,
+        refused,
+    };
+    let config = v.config(raw);
+    (config, v.problems)
+}
+
+struct Validator<'a> {
+    text: &'a str,
+    problems: Vec<Found>,
+    /// Keys serde refused (`[section] key`), already reported: their
+    /// defaults stand in, but are not compared with other keys.
+    refused: Vec<String>,
+}
+
+/// A checked value and where it was written (`None`: the default).
+struct Got<T> {
+    value: T,
+    span: Option<Range<usize>>,
+    /// The key was written but refused; `value` is the default standing
+    /// in, so cross-checks skip it rather than blame the default.
+    failed: bool,
+}
+
+impl<T> Got<T> {
+    fn written(value: T, span: Range<usize>) -> Self {
+        Got {
+            value,
+            span: Some(span),
+            failed: false,
+        }
+    }
+
+    fn failed(value: T) -> Self {
+        Got {
+            value,
+            span: None,
+            failed: true,
+        }
+    }
+}
+
+/// The range a figure may take.
+fn between<T: PartialOrd + Copy>(v: T, r: &RangeInclusive<T>) -> bool {
+    r.contains(&v)
+}
+
+fn dur_range(r: &RangeInclusive<Duration>) -> String {
+    format!(
+        "between {} and {}",
+        format_duration(*r.start()),
+        format_duration(*r.end())
+    )
+}
+
+fn num(v: f64) -> String {
+    format!("{v}")
+}
+
+const SEC: Duration = Duration::from_secs(1);
+const MINUTE: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(86_400);
+const MS: Duration = Duration::from_millis(1);
+
+impl Validator<'_> {
+    fn bad(&mut self, span: Option<Range<usize>>, message: String) {
+        self.problems.push((span, message));
+    }
+
+    /// The default standing in for an unwritten (or refused) key.
+    fn unset<T>(&self, label: &str, value: T) -> Got<T> {
+        Got {
+            value,
+            span: None,
+            failed: self.refused.iter().any(|r| r == label),
+        }
+    }
+
+    fn echo(&self, span: &Range<usize>) -> String {
+        echo(self.text.get(span.clone()).unwrap_or_default())
+    }
+
+    /// Where `got` came from, for a message: `(line 4)` or `(the default)`.
+    fn origin<T>(&self, got: &Got<T>) -> String {
+        match &got.span {
+            Some(s) => format!("(line {})", Position::of(self.text, s.start).line),
+            None => "(the default)".to_owned(),
+        }
+    }
+
+    /// How `got` reads in a message: as written, or the default formatted.
+    fn shown<T>(&self, got: &Got<T>, fmt_default: impl Fn(&T) -> String) -> String {
+        match &got.span {
+            Some(s) => self.echo(s),
+            None => fmt_default(&got.value),
+        }
+    }
+
+    fn string_of<K>(&mut self, label: &str, f: &Spanned<Text<K>>) -> Option<String> {
+        match &f.get_ref().value {
+            Scalar::Str(s) => Some(s.clone()),
+            Scalar::Num(_) => {
+                let echo = self.echo(&f.span());
+                self.bad(
+                    Some(f.span()),
+                    format!("{label} = {echo}: expected a string, found a number"),
+                );
+                None
+            }
+        }
+    }
+
+    fn duration(
+        &mut self,
+        label: &str,
+        f: &S<Text<DurationKind>>,
+        default: Duration,
+        range: RangeInclusive<Duration>,
+    ) -> Got<Duration> {
+        let Some(f) = f else {
+            return self.unset(label, default);
+        };
+        let fallback = Got::failed(default);
+        let Some(s) = self.string_of(label, f) else {
+            return fallback;
+        };
+        let echo = self.echo(&f.span());
+        match parse_duration(&s) {
+            Ok(d) if between(d, &range) => Got::written(d, f.span()),
+            Ok(_) => {
+                self.bad(
+                    Some(f.span()),
+                    format!("{label} = {echo}: must be {}", dur_range(&range)),
+                );
+                fallback
+            }
+            Err(why) => {
+                self.bad(Some(f.span()), format!("{label} = {echo}: {why}"));
+                fallback
+            }
+        }
+    }
+
+    fn duration_or_off(
+        &mut self,
+        label: &str,
+        f: &S<Text<DurationOrOffKind>>,
+        default: Option<Duration>,
+        range: RangeInclusive<Duration>,
+    ) -> Got<Option<Duration>> {
+        let Some(f) = f else {
+            return self.unset(label, default);
+        };
+        let fallback = Got::failed(default);
+        let Some(s) = self.string_of(label, f) else {
+            return fallback;
+        };
+        let echo = self.echo(&f.span());
+        if s.trim() == "off" {
+            return Got::written(None, f.span());
+        }
+        match parse_duration(&s) {
+            Ok(d) if between(d, &range) => Got::written(Some(d), f.span()),
+            Ok(_) => {
+                self.bad(
+                    Some(f.span()),
+                    format!(
+                        "{label} = {echo}: must be {}, or \"off\"",
+                        dur_range(&range)
+                    ),
+                );
+                fallback
+            }
+            Err(why) => {
+                self.bad(
+                    Some(f.span()),
+                    format!("{label} = {echo}: {why}, or \"off\""),
+                );
+                fallback
+            }
+        }
+    }
+
+    fn number(
+        &mut self,
+        label: &str,
+        f: &S<f64>,
+        default: f64,
+        range: RangeInclusive<f64>,
+    ) -> Got<f64> {
+        match f {
+            None => self.unset(label, default),
+            Some(f) if between(*f.get_ref(), &range) => Got::written(*f.get_ref(), f.span()),
+            Some(f) => {
+                let echo = self.echo(&f.span());
+                self.bad(
+                    Some(f.span()),
+                    format!(
+                        "{label} = {echo}: must be between {} and {}",
+                        num(*range.start()),
+                        num(*range.end())
+                    ),
+                );
+                Got::failed(default)
+            }
+        }
+    }
+
+    fn boolean(f: &S<bool>, default: bool) -> bool {
+        f.as_ref().map_or(default, |b| *b.get_ref())
+    }
+
+    fn config(&mut self, raw: RawConfig) -> Config {
+        if let Some(v) = &raw.version
+            && *v.get_ref() != SCHEMA_VERSION
+        {
+            let echo = self.echo(&v.span());
+            self.bad(
+                Some(v.span()),
+                format!("version = {echo}: unsupported config version; this vramwatch reads version {SCHEMA_VERSION}"),
+            );
+        }
+        let sampling = self.sampling(raw.sampling.unwrap_or_default());
+        let thresholds = self.thresholds(raw.thresholds.unwrap_or_default());
+        let alerts = self.alerts(raw.alerts.unwrap_or_default(), &sampling);
+        let display = self.display(raw.display.unwrap_or_default());
+        let keys = self.keys(raw.keys.unwrap_or_default());
+        let record = self.record(raw.record.unwrap_or_default());
+        let serve = self.serve(raw.serve.unwrap_or_default());
+        Config {
+            sampling: sampling.0,
+            thresholds,
+            alerts,
+            display,
+            keys,
+            record,
+            serve,
+        }
+    }
+
+    /// The sampling section, and where `fast_interval` came from (the
+    /// alerts check `burst_interval` against it).
+    fn sampling(&mut self, r: raw::RawSampling) -> (Sampling, Got<Option<Duration>>) {
+        let d = Sampling::default();
+        let interval = self.duration(
+            "[sampling] interval",
+            &r.interval,
+            d.interval,
+            100 * MS..=MINUTE,
+        );
+        let fast = self.duration_or_off(
+            "[sampling] fast_interval",
+            &r.fast_interval,
+            d.fast_interval,
+            10 * MS..=MINUTE,
+        );
+        if let Some(f) = fast.value
+            && f > interval.value
+            && !fast.failed
+            && !interval.failed
+        {
+            let (fs, is) = (
+                self.shown(&fast, |_| format!("\"{}\"", format_duration(f))),
+                self.shown(&interval, |v| format!("\"{}\"", format_duration(*v))),
+            );
+            let msg = format!(
+                "[sampling] fast_interval = {fs} must not be longer than interval = {is} {}",
+                self.origin(&interval)
+            );
+            self.bad(fast.span.clone().or(interval.span.clone()), msg);
+        }
+        let slow = self.duration_or_off(
+            "[sampling] slow_interval",
+            &r.slow_interval,
+            d.slow_interval,
+            SEC..=HOUR,
+        );
+        let proc_util = self.duration(
+            "[sampling] proc_util_interval",
+            &r.proc_util_interval,
+            d.proc_util_interval.max(interval.value),
+            100 * MS..=HOUR,
+        );
+        if proc_util.span.is_some() && proc_util.value < interval.value && !interval.failed {
+            let ps = self.shown(&proc_util, |v| format_duration(*v));
+            let is = self.shown(&interval, |v| format!("\"{}\"", format_duration(*v)));
+            let msg = format!(
+                "[sampling] proc_util_interval = {ps} must not be shorter than interval = {is} {}",
+                self.origin(&interval)
+            );
+            self.bad(proc_util.span.clone(), msg);
+        }
+        let history = self.duration(
+            "[sampling] history",
+            &r.history,
+            d.history,
+            MINUTE..=7 * DAY,
+        );
+        let exited_keep = self.duration(
+            "[sampling] exited_keep",
+            &r.exited_keep,
+            d.exited_keep,
+            Duration::ZERO..=HOUR,
+        );
+        let sampling = Sampling {
+            interval: interval.value,
+            fast_interval: fast.value,
+            slow_interval: slow.value,
+            proc_util_interval: proc_util.value,
+            history: history.value,
+            exited_keep: exited_keep.value,
+        };
+        (sampling, fast)
+    }
+
+    fn level(
+        &mut self,
+        name: &str,
+        warn: &S<f64>,
+        crit: &S<f64>,
+        default: Level,
+        range: RangeInclusive<f64>,
+    ) -> Level {
+        let wl = format!("[thresholds] {name}_warn");
+        let cl = format!("[thresholds] {name}_crit");
+        let w = self.number(&wl, warn, default.warn, range.clone());
+        let c = self.number(&cl, crit, default.crit, range);
+        if w.value >= c.value && !w.failed && !c.failed {
+            let ws = self.shown(&w, |v| num(*v));
+            let cs = self.shown(&c, |v| num(*v));
+            let msg = format!(
+                "[thresholds] {name}_warn = {ws} {} must be below {name}_crit = {cs} {}",
+                self.origin(&w),
+                self.origin(&c)
+            );
+            self.bad(w.span.clone().or(c.span.clone()), msg);
+            return default;
+        }
+        Level {
+            warn: w.value,
+            crit: c.value,
+        }
+    }
+
+    fn thresholds(&mut self, r: raw::RawThresholds) -> Thresholds {
+        let d = Thresholds::default();
+        Thresholds {
+            memory: self.level(
+                "memory",
+                &r.memory_warn,
+                &r.memory_crit,
+                d.memory,
+                0.0..=100.0,
+            ),
+            temperature: self.level(
+                "temperature",
+                &r.temperature_warn,
+                &r.temperature_crit,
+                d.temperature,
+                0.0..=150.0,
+            ),
+            power: self.level("power", &r.power_warn, &r.power_crit, d.power, 0.0..=200.0),
+            utilization: self.level(
+                "utilization",
+                &r.utilization_warn,
+                &r.utilization_crit,
+                d.utilization,
+                0.0..=100.0,
+            ),
+        }
+    }
+
+    fn alerts(
+        &mut self,
+        r: raw::RawAlerts,
+        sampling: &(Sampling, Got<Option<Duration>>),
+    ) -> Alerts {
+        let d = Alerts::default();
+        let command = match &r.command {
+            None => d.command.clone(),
+            Some(c) => {
+                let argv = c.get_ref().0.clone();
+                if argv.first().is_some_and(|p| p.trim().is_empty()) {
+                    let echo = self.echo(&c.span());
+                    self.bad(
+                        Some(c.span()),
+                        format!(
+                            "[alerts] command = {echo}: the first element, the program, is empty"
+                        ),
+                    );
+                }
+                argv
+            }
+        };
+        let forecast_below = self
+            .duration_or_off(
+                "[alerts] forecast_below",
+                &r.forecast_below,
+                Some(d.forecast_below),
+                10 * SEC..=7 * DAY,
+            )
+            .value
+            .unwrap_or(Duration::ZERO);
+        let leak_min_rate = match &r.leak_min_rate {
+            None => d.leak_min_rate,
+            Some(f) => {
+                let label = "[alerts] leak_min_rate";
+                let echo = self.echo(&f.span());
+                let range = 1024.0..=1024.0_f64.powi(4);
+                match self.string_of(label, f).map(|s| parse_rate(&s)) {
+                    None => d.leak_min_rate,
+                    Some(Ok(r)) if between(r, &range) => r,
+                    Some(Ok(_)) => {
+                        self.bad(
+                            Some(f.span()),
+                            format!(
+                                "{label} = {echo}: must be between {} and {}",
+                                format_rate(*range.start()),
+                                format_rate(*range.end())
+                            ),
+                        );
+                        d.leak_min_rate
+                    }
+                    Some(Err(why)) => {
+                        self.bad(Some(f.span()), format!("{label} = {echo}: {why}"));
+                        d.leak_min_rate
+                    }
+                }
+            }
+        };
+        let leak_min_duration = self.duration(
+            "[alerts] leak_min_duration",
+            &r.leak_min_duration,
+            d.leak_min_duration,
+            SEC..=DAY,
+        );
+        let burst_level = match &r.burst_level {
+            None => d.burst_level,
+            Some(f) => {
+                let echo = self.echo(&f.span());
+                match &f.get_ref().value {
+                    Scalar::Str(s) if s.trim() == "off" => None,
+                    Scalar::Num(v) if (1.0..=100.0).contains(v) => Some(*v),
+                    _ => {
+                        self.bad(
+                            Some(f.span()),
+                            format!("[alerts] burst_level = {echo}: must be a percentage between 1 and 100, or \"off\""),
+                        );
+                        d.burst_level
+                    }
+                }
+            }
+        };
+        let burst = self.duration(
+            "[alerts] burst_interval",
+            &r.burst_interval,
+            d.burst_interval,
+            10 * MS..=SEC,
+        );
+        let fast = &sampling.1;
+        if let Some(f) = fast.value
+            && burst.value > f
+            && (burst.span.is_some() || fast.span.is_some())
+            && !burst.failed
+            && !fast.failed
+        {
+            let bs = self.shown(&burst, |v| format!("\"{}\"", format_duration(*v)));
+            let msg = format!(
+                "[alerts] burst_interval = {bs} {} must not be longer than [sampling] fast_interval = {} {}",
+                self.origin(&burst),
+                self.shown(fast, |_| format!("\"{}\"", format_duration(f))),
+                self.origin(fast)
+            );
+            self.bad(burst.span.clone().or(fast.span.clone()), msg);
+        }
+        Alerts {
+            bell: Self::boolean(&r.bell, d.bell),
+            command,
+            forecast_below,
+            leak_min_rate,
+            leak_min_duration: leak_min_duration.value,
+            burst_level,
+            burst_interval: burst.value,
+        }
+    }
+
+    fn display(&mut self, r: raw::RawDisplay) -> Display {
+        let d = Display::default();
+        let theme = match &r.theme {
+            None => d.theme,
+            Some(f) => match self.string_of("[display] theme", f).as_deref() {
+                Some("dark") => Theme::Dark,
+                Some("light") => Theme::Light,
+                Some("mono") => Theme::Mono,
+                Some(_) => {
+                    let echo = self.echo(&f.span());
+                    self.bad(
+                        Some(f.span()),
+                        format!(
+                            "[display] theme = {echo}: must be \"dark\", \"light\" or \"mono\""
+                        ),
+                    );
+                    d.theme
+                }
+                None => d.theme,
+            },
+        };
+        let color = match &r.color {
+            None => d.color,
+            Some(f) => {
+                let v = match &f.get_ref().value {
+                    Scalar::Str(s) => match s.as_str() {
+                        "auto" => Some(ColorDepth::Auto),
+                        "16" => Some(ColorDepth::Ansi16),
+                        "256" => Some(ColorDepth::Ansi256),
+                        "truecolor" => Some(ColorDepth::TrueColor),
+                        _ => None,
+                    },
+                    Scalar::Num(16.0) => Some(ColorDepth::Ansi16),
+                    Scalar::Num(256.0) => Some(ColorDepth::Ansi256),
+                    Scalar::Num(_) => None,
+                };
+                v.unwrap_or_else(|| {
+                    let echo = self.echo(&f.span());
+                    self.bad(
+                        Some(f.span()),
+                        format!(
+                            "[display] color = {echo}: must be \"auto\", 16, 256 or \"truecolor\""
+                        ),
+                    );
+                    d.color
+                })
+            }
+        };
+        let columns = match &r.columns {
+            None => d.columns.clone(),
+            Some(list) => self.columns(list).unwrap_or(d.columns),
+        };
+        Display {
+            theme,
+            color,
+            columns,
+            mouse: Self::boolean(&r.mouse, d.mouse),
+        }
+    }
+
+    fn columns(
+        &mut self,
+        list: &Spanned<Vec<Spanned<Text<raw::ColumnKind>>>>,
+    ) -> Option<Vec<Column>> {
+        let label = "[display] columns";
+        if list.get_ref().is_empty() {
+            self.bad(
+                Some(list.span()),
+                format!("{label} = []: list at least one column"),
+            );
+            return None;
+        }
+        let mut out: Vec<(Column, Range<usize>)> = Vec::new();
+        let mut ok = true;
+        for item in list.get_ref() {
+            let Some(name) = self.string_of(label, item) else {
+                ok = false;
+                continue;
+            };
+            match Column::from_name(&name) {
+                Some(c) => {
+                    if let Some((_, first)) = out.iter().find(|(o, _)| *o == c) {
+                        let at = Position::of(self.text, first.start);
+                        self.bad(
+                            Some(item.span()),
+                            format!(
+                                "{label}: `{name}` is listed twice (first at column {})",
+                                at.column
+                            ),
+                        );
+                        ok = false;
+                    } else {
+                        out.push((c, item.span()));
+                    }
+                }
+                None => {
+                    let names = Column::ALL.map(Column::name);
+                    let hint = match closest(&name, names) {
+                        Some(c) => format!("did you mean `{c}`?"),
+                        None => format!("valid columns: {}", names.join(", ")),
+                    };
+                    self.bad(
+                        Some(item.span()),
+                        format!("{label}: unknown column `{name}`; {hint}"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok.then(|| out.into_iter().map(|(c, _)| c).collect())
+    }
+
+    fn record(&mut self, r: raw::RawRecord) -> Record {
+        let d = Record::default();
+        let dir = match &r.dir {
+            None => d.dir.clone(),
+            Some(f) => {
+                let echo = self.echo(&f.span());
+                match expand_dir(f.get_ref()) {
+                    Ok(p) => Some(p),
+                    Err(why) => {
+                        self.bad(Some(f.span()), format!("[record] dir = {echo}: {why}"));
+                        d.dir.clone()
+                    }
+                }
+            }
+        };
+        let max_size = match &r.max_size {
+            None => d.max_size,
+            Some(f) => {
+                let echo = self.echo(&f.span());
+                let parsed = match &f.get_ref().value {
+                    Scalar::Str(s) => parse_size(s),
+                    Scalar::Num(n) if *n >= 0.0 && n.fract() == 0.0 => Ok(*n as u64),
+                    Scalar::Num(_) => Err("a number of bytes is a whole number".to_owned()),
+                };
+                let range = 1u64 << 20..=1u64 << 40;
+                match parsed {
+                    Ok(b) if range.contains(&b) => b,
+                    Ok(_) => {
+                        self.bad(
+                            Some(f.span()),
+                            format!(
+                                "[record] max_size = {echo}: must be between {} and {}",
+                                format_size(*range.start()),
+                                format_size(*range.end())
+                            ),
+                        );
+                        d.max_size
+                    }
+                    Err(why) => {
+                        self.bad(Some(f.span()), format!("[record] max_size = {echo}: {why}"));
+                        d.max_size
+                    }
+                }
+            }
+        };
+        let sync_every = self.duration(
+            "[record] sync_every",
+            &r.sync_every,
+            d.sync_every,
+            100 * MS..=HOUR,
+        );
+        Record {
+            dir,
+            max_size,
+            compress: Self::boolean(&r.compress, d.compress),
+            sync_every: sync_every.value,
+        }
+    }
+
+    fn serve(&mut self, r: raw::RawServe) -> Serve {
+        let d = Serve::default();
+        match &r.listen {
+            None => d,
+            Some(f) => match f.get_ref().trim().parse::<SocketAddr>() {
+                Ok(addr) => Serve {
+                    listen: addr.to_string(),
+                },
+                Err(_) => {
+                    let echo = self.echo(&f.span());
+                    self.bad(
+                        Some(f.span()),
+                        format!(
+                            "[serve] listen = {echo}: not an address and port; use e.g. \"127.0.0.1:9400\", \"0.0.0.0:9400\" or \"[::1]:9400\""
+                        ),
+                    );
+                    d
+                }
+            },
+        }
+    }
+}
+
+/// `~/x` → the home directory's `x`; the result must be absolute.
+fn expand_dir(s: &str) -> Result<PathBuf, String> {
+    if s.trim().is_empty() {
+        return Err("is empty; leave it out to use the default".into());
+    }
+    let p = if s == "~" || s.starts_with("~/") {
+        let home = directories::BaseDirs::new()
+            .map(|b| b.home_dir().to_path_buf())
+            .ok_or("`~` cannot be expanded: no home directory is known")?;
+        home.join(s.trim_start_matches('~').trim_start_matches('/'))
+    } else {
+        PathBuf::from(s)
+    };
+    if p.is_absolute() {
+        Ok(p)
+    } else {
+        Err("must be an absolute path (or start with ~/)".into())
+    }
+}

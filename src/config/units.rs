@@ -1,0 +1,221 @@
+//! The unit syntax of the config file: durations (`500ms`, `1s`, `10m`,
+//! `1h30m`, `7d`), byte sizes (`512MiB`, `1GiB`, `100MB`, `4096`) and byte
+//! rates (`4MiB/s`). Parsers return a message meant for the user that says
+//! what is wrong without repeating the value (the caller names the file,
+//! line, key and value); formatters write the same syntax back.
+
+use std::time::Duration;
+
+/// Parses a duration such as `500ms`, `1s`, `10m`, `1h30m`, `7days`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    use humantime::DurationError as E;
+    let why = match humantime::parse_duration(s.trim()) {
+        Ok(d) => return Ok(d),
+        Err(E::UnknownUnit { unit, .. }) if unit.is_empty() => "the number has no unit".to_owned(),
+        Err(E::UnknownUnit { unit, .. }) => format!("`{unit}` is not a time unit"),
+        Err(E::Empty) => "it is empty".to_owned(),
+        Err(E::NumberOverflow) => "it is too large or too precise".to_owned(),
+        Err(E::InvalidCharacter(_) | E::NumberExpected(_)) => "not a number with a unit".to_owned(),
+    };
+    Err(format!(
+        "not a duration: {why}; use e.g. 500ms, 1s, 10m, 2h, 7d"
+    ))
+}
+
+/// Writes a duration the way [`parse_duration`] reads it (`100ms`, `1m`, `7days`).
+pub fn format_duration(d: Duration) -> String {
+    if d.is_zero() {
+        return "0s".to_owned();
+    }
+    humantime::format_duration(d).to_string().replace(' ', "")
+}
+
+const UNITS: [(&str, f64); 9] = [
+    ("b", 1.0),
+    ("kib", 1024.0),
+    ("mib", 1024.0 * 1024.0),
+    ("gib", 1024.0 * 1024.0 * 1024.0),
+    ("tib", 1024.0 * 1024.0 * 1024.0 * 1024.0),
+    ("kb", 1e3),
+    ("mb", 1e6),
+    ("gb", 1e9),
+    ("tb", 1e12),
+];
+
+const SIZE_HELP: &str = "use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB";
+
+/// Parses a number of bytes with an optional unit (`512MiB`, `1.5GiB`,
+/// `100MB`, `4096`); the error is why, without the value.
+fn bytes(t: &str) -> Result<f64, String> {
+    let t = t.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num = num.replace('_', "");
+    let unit = unit.trim();
+    let value: f64 = match num.parse() {
+        Ok(v) => v,
+        Err(_) if num.is_empty() => return Err("it does not start with a number".into()),
+        Err(_) => return Err(format!("`{num}` is not a number")),
+    };
+    let lower = unit.to_ascii_lowercase();
+    let factor = if unit.is_empty() {
+        1.0
+    } else if let Some((_, f)) = UNITS.iter().find(|(u, _)| *u == lower) {
+        *f
+    } else if matches!(
+        lower.as_str(),
+        "k" | "m" | "g" | "t" | "ki" | "mi" | "gi" | "ti"
+    ) {
+        let up = unit.to_ascii_uppercase();
+        let up = up.trim_end_matches('I');
+        return Err(format!(
+            "`{unit}` is ambiguous; write {up}iB (binary) or {up}B (decimal)"
+        ));
+    } else {
+        return Err(format!("`{unit}` is not a unit; {SIZE_HELP}"));
+    };
+    let bytes = value * factor;
+    if !bytes.is_finite() || bytes > u64::MAX as f64 {
+        return Err("it is too large".into());
+    }
+    Ok(bytes)
+}
+
+/// Parses a number of bytes (`512MiB`, `1GiB`, `100MB`, `4096`); fractions
+/// of a byte are rounded.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    bytes(s)
+        .map(|b| b.round() as u64)
+        .map_err(|why| format!("not a size: {why}; e.g. 512MiB, 1GiB"))
+}
+
+/// Parses a byte rate such as `4MiB/s` into bytes per second.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let size = lower
+        .strip_suffix("/s")
+        .or_else(|| lower.strip_suffix("/sec"))
+        .map(|rest| &t[..rest.len()]);
+    let result = match size {
+        Some(size) => bytes(size),
+        None => Err("it needs a per-second unit".to_owned()),
+    };
+    result.map_err(|why| format!("not a rate: {why}; e.g. 4MiB/s"))
+}
+
+/// Writes a byte count in the largest binary unit it is a whole multiple
+/// of (`1GiB`, `512MiB`, `1536KiB`), or in bytes.
+pub fn format_size(bytes: u64) -> String {
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// Writes a rate like [`parse_rate`] reads it.
+pub fn format_rate(bytes_per_s: f64) -> String {
+    if bytes_per_s.fract() == 0.0 && bytes_per_s >= 0.0 && bytes_per_s < u64::MAX as f64 {
+        format!("{}/s", format_size(bytes_per_s as u64))
+    } else {
+        format!("{bytes_per_s}B/s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_and_write() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration(" 1s "), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86400)));
+        for d in [100, 1000, 60_000, 3_600_000, 7 * 86_400_000, 1500] {
+            let d = Duration::from_millis(d);
+            assert_eq!(parse_duration(&format_duration(d)), Ok(d), "{d:?}");
+        }
+        assert_eq!(format_duration(Duration::from_millis(100)), "100ms");
+        assert_eq!(format_duration(Duration::from_secs(60)), "1m");
+        assert_eq!(format_duration(Duration::ZERO), "0s");
+    }
+
+    #[test]
+    fn bad_durations_say_why() {
+        let e = parse_duration("5").unwrap_err();
+        assert_eq!(
+            e,
+            "not a duration: the number has no unit; use e.g. 500ms, 1s, 10m, 2h, 7d"
+        );
+        let e = parse_duration("5 parsecs").unwrap_err();
+        assert!(e.contains("`parsecs` is not a time unit"), "{e}");
+        assert!(parse_duration("").unwrap_err().contains("empty"));
+        assert!(parse_duration("soon").unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn sizes_read_and_write() {
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("512 MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("1.5KiB"), Ok(1536));
+        assert_eq!(parse_size("100MB"), Ok(100_000_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("1_000B"), Ok(1000));
+        assert_eq!(parse_size("2gib"), Ok(2 << 30));
+        for b in [1u64 << 30, 512 << 20, 1536, 7, 1 << 40] {
+            assert_eq!(parse_size(&format_size(b)), Ok(b));
+        }
+        assert_eq!(format_size(1536), "1536B");
+        assert_eq!(format_size(3 << 20), "3MiB");
+    }
+
+    #[test]
+    fn bad_sizes_say_why() {
+        let e = parse_size("1G").unwrap_err();
+        assert_eq!(
+            e,
+            "not a size: `G` is ambiguous; write GiB (binary) or GB (decimal); e.g. 512MiB, 1GiB"
+        );
+        let e = parse_size("3mi").unwrap_err();
+        assert!(
+            e.contains("`mi` is ambiguous; write MiB (binary) or MB (decimal)"),
+            "{e}"
+        );
+        let e = parse_size("12 parsecs").unwrap_err();
+        assert!(e.contains("`parsecs` is not a unit"), "{e}");
+        assert!(
+            parse_size("GiB")
+                .unwrap_err()
+                .contains("does not start with a number")
+        );
+        assert!(
+            parse_size("1.2.3MiB")
+                .unwrap_err()
+                .contains("`1.2.3` is not a number")
+        );
+        assert!(
+            parse_size("99999999999TiB")
+                .unwrap_err()
+                .contains("too large")
+        );
+    }
+
+    #[test]
+    fn rates_read_and_write() {
+        assert_eq!(parse_rate("4MiB/s"), Ok(4.0 * 1024.0 * 1024.0));
+        assert_eq!(parse_rate("1.5 KiB/sec"), Ok(1536.0));
+        assert_eq!(format_rate(4.0 * 1024.0 * 1024.0), "4MiB/s");
+        let e = parse_rate("4MiB").unwrap_err();
+        assert!(e.contains("needs a per-second unit"), "{e}");
+        let e = parse_rate("4XB/s").unwrap_err();
+        assert_eq!(
+            e,
+            "not a rate: `XB` is not a unit; use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB; e.g. 4MiB/s"
+        );
+    }
+}
