@@ -408,7 +408,7 @@ enum Request {
 }
 
 enum Reply {
-    Normal(usize, Millis, Result<NormalReading, ProbeError>, u32, Peaks),
+    Normal(usize, Millis, Box<(Result<NormalReading, ProbeError>, Peaks)>, u32),
     Slow(usize, Result<SlowReading, ProbeError>),
     Host(Snapshot),
 }
@@ -542,7 +542,7 @@ fn spawn_worker(
                 Some(Request::Normal(t, util)) => {
                     let r = probe.normal(t, util);
                     let lag = now_ms().saturating_sub(t) as u32;
-                    Reply::Normal(gpu, t, r, lag, std::mem::take(&mut peaks))
+                    Reply::Normal(gpu, t, Box::new((r, std::mem::take(&mut peaks))), lag)
                 }
                 Some(Request::Slow(t)) => Reply::Slow(gpu, probe.slow(t)),
                 Some(Request::FastPeriod(p)) => {
@@ -659,7 +659,8 @@ impl Run {
                             self.slow[g].answered();
                             self.asm.fold_slow(g, r);
                         }
-                        Reply::Normal(g, t, r, lag, peaks) => {
+                        Reply::Normal(g, t, read, lag) => {
+                            let (r, peaks) = *read;
                             self.main[g].answered();
                             self.asm.fold_peaks(g, peaks);
                             self.asm.fold_normal_after(g, r, lag);
