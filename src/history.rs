@@ -26,6 +26,13 @@ impl ProcId {
     }
 }
 
+/// How a time bucket sums up its samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agg {
+    Max,
+    Mean,
+}
+
 /// What changes per slot for a process.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ProcPoint {
@@ -349,6 +356,61 @@ impl History {
         }
     }
 
+    /// GPU `index`'s figure `f` in `n` time buckets of `bucket_ms`, aligned
+    /// to the clock, ending with the bucket that holds `upto` (still
+    /// filling). Each bucket is the max (or mean) of its samples; `None`
+    /// where it has none. Sparklines drawn this way shift once per bucket,
+    /// not once per sample, which keeps terminal output small.
+    pub fn gpu_buckets(
+        &self,
+        index: usize,
+        upto: u64,
+        n: usize,
+        bucket_ms: u64,
+        agg: Agg,
+        f: impl Fn(&GpuSample) -> Option<u64>,
+    ) -> Vec<Option<u64>> {
+        let bucket_ms = bucket_ms.max(1);
+        let mut out: Vec<Option<u64>> = vec![None; n];
+        let Some(t_end) = self.time_at(upto) else {
+            return out;
+        };
+        if n == 0 {
+            return out;
+        }
+        let last = t_end / bucket_ms;
+        let first = last.saturating_sub(n as u64 - 1);
+        let mut sums = vec![(0u128, 0u64); n];
+        let mut slot = upto;
+        loop {
+            let Some(t) = self.time_at(slot) else { break };
+            let b = t / bucket_ms;
+            if b < first {
+                break;
+            }
+            if b <= last
+                && let Some(v) = self.gpu_at(index, slot).and_then(&f)
+            {
+                let i = (b - first) as usize + (n - (last - first + 1) as usize);
+                out[i] = Some(out[i].map_or(v, |o| o.max(v)));
+                sums[i].0 += v as u128;
+                sums[i].1 += 1;
+            }
+            if slot == self.first_slot {
+                break;
+            }
+            slot -= 1;
+        }
+        if agg == Agg::Mean {
+            for (o, (sum, count)) in out.iter_mut().zip(sums) {
+                if count > 0 {
+                    *o = Some((sum / count as u128) as u64);
+                }
+            }
+        }
+        out
+    }
+
     /// Rebuilds the snapshot at `slot` from what was kept (for pause and
     /// replay): GPUs as sampled, processes from their series and facts.
     pub fn snapshot_at(&self, slot: u64) -> Option<Snapshot> {
@@ -529,6 +591,29 @@ mod tests {
         h.push(&snap(1000, 20, &[(1, 6)]));
         assert_eq!(h.gpu_peak(0), Some((900, 0)));
         assert_eq!(h.process(&id(1)).unwrap().peak, Some((800, 0)));
+    }
+
+    #[test]
+    fn buckets_are_clock_aligned_max_or_mean() {
+        let mut h = History::new(100, 1000, 60_000);
+        for i in 0..12u64 {
+            h.push(&snap(i * 1000, i * 10, &[]));
+        }
+        let used = |g: &GpuSample| g.mem.map(|m| m.used);
+        // 5 s buckets: [0..4] [5..9] [10..11 filling].
+        let b = h.gpu_buckets(0, 11, 4, 5000, Agg::Max, used);
+        assert_eq!(b, vec![None, Some(40), Some(90), Some(110)]);
+        let b = h.gpu_buckets(0, 11, 3, 5000, Agg::Mean, used);
+        assert_eq!(b, vec![Some(20), Some(70), Some(105)]);
+        // Up to an earlier slot (paused).
+        let b = h.gpu_buckets(0, 4, 2, 5000, Agg::Max, used);
+        assert_eq!(b, vec![None, Some(40)]);
+        assert!(
+            h.gpu_buckets(0, 99, 3, 5000, Agg::Max, used)
+                .iter()
+                .all(Option::is_none)
+        );
+        assert!(h.gpu_buckets(0, 11, 0, 5000, Agg::Max, used).is_empty());
     }
 
     #[test]

@@ -292,6 +292,16 @@ pub mod units {
         format!("{sign}{}/s", bytes_short(bps.abs() as u64))
     }
 
+    /// An age, at minute resolution past a minute so it changes rarely:
+    /// "45s", "12m", "3h05m", "2d04h".
+    pub fn age_short(secs: u64) -> String {
+        if (60..3600).contains(&secs) {
+            format!("{}m", secs / 60)
+        } else {
+            duration_short(secs)
+        }
+    }
+
     /// Seconds → "45s", "2m10s", "3h05m", "2d04h".
     pub fn duration_short(secs: u64) -> String {
         if secs < 60 {
@@ -327,6 +337,9 @@ mod tests {
         assert_eq!(duration_short(130), "2m10s");
         assert_eq!(duration_short(3 * 3600 + 5 * 60), "3h05m");
         assert_eq!(duration_short(2 * 86_400 + 4 * 3600), "2d04h");
+        assert_eq!(age_short(59), "59s");
+        assert_eq!(age_short(179), "2m");
+        assert_eq!(age_short(3 * 3600 + 5 * 60), "3h05m");
     }
 
     #[test]

@@ -408,7 +408,12 @@ enum Request {
 }
 
 enum Reply {
-    Normal(usize, Millis, Box<(Result<NormalReading, ProbeError>, Peaks)>, u32),
+    Normal(
+        usize,
+        Millis,
+        Box<(Result<NormalReading, ProbeError>, Peaks)>,
+        u32,
+    ),
     Slow(usize, Result<SlowReading, ProbeError>),
     Host(Snapshot),
 }

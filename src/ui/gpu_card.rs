@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Borders, Sparkline, SparklineBar, Widget};
 
 use crate::app::{App, Pane};
 use crate::config::Severity;
+use crate::history::Agg;
 use crate::model::units::{MIB, bytes_short, duration_short, rate_short};
 use crate::model::{GpuSample, GpuState};
 use crate::ui::theme::Theme;
@@ -46,14 +47,17 @@ fn power_level(app: &App, g: &GpuSample) -> Option<(f64, Severity)> {
     Some((pct, app.config.thresholds.power.grade(pct)))
 }
 
+/// A value with its severity: a one-cell mark (blank when normal, so a
+/// change of level does not shift the rest of the line), then the text.
 fn value(text: String, sev: Severity, t: &Theme) -> Vec<Span<'static>> {
-    let mark = Theme::mark(sev);
-    let mut v = Vec::new();
-    if !mark.is_empty() {
-        v.push(Span::styled(mark.to_string(), t.level(sev)));
-    }
-    v.push(Span::styled(text, t.level(sev)));
-    v
+    let mark = match Theme::mark(sev) {
+        "" => " ",
+        m => m,
+    };
+    vec![
+        Span::styled(mark.to_string(), t.level(sev)),
+        Span::styled(text, t.level(sev)),
+    ]
 }
 
 /// The memory bar: used █, reserved ▒, free ░, the peak since start ┃.
@@ -104,27 +108,25 @@ pub fn memory_bar(app: &App, g: &GpuSample, peak: Option<u64>, width: u16) -> Ve
     spans
 }
 
-/// The last `n` slots up to `slot` of a per-GPU figure (gaps as `None`).
+/// Sparkline time buckets: five samples per cell (at a 1 s interval, a
+/// 60-cell sparkline shows five minutes).
+pub const SAMPLES_PER_CELL: u64 = 5;
+
+/// The last `n` buckets up to `slot` of a per-GPU figure (gaps as `None`).
 fn series(
     app: &App,
     index: usize,
     slot: u64,
     n: usize,
+    agg: Agg,
     f: impl Fn(&GpuSample) -> Option<u64>,
 ) -> Vec<SparklineBar> {
-    let first = app.history.first_slot();
-    let from = slot.saturating_sub(n as u64 - 1).max(first);
-    let mut v: Vec<SparklineBar> = (from..=slot)
-        .map(|s| SparklineBar::from(app.history.gpu_at(index, s).and_then(&f)))
-        .collect();
-    // Right-align: the newest sample at the right edge.
-    if v.len() < n {
-        let mut pad: Vec<SparklineBar> =
-            (0..n - v.len()).map(|_| SparklineBar::from(None)).collect();
-        pad.append(&mut v);
-        v = pad;
-    }
-    v
+    let bucket = app.history.interval_ms() * SAMPLES_PER_CELL;
+    app.history
+        .gpu_buckets(index, slot, n, bucket, agg, f)
+        .into_iter()
+        .map(SparklineBar::from)
+        .collect()
 }
 
 fn sparkline(data: Vec<SparklineBar>, max: u64, style: Style, area: Rect, buf: &mut Buffer) {
@@ -203,21 +205,22 @@ impl Widget for &GpuCard<'_> {
         l1.extend(memory_bar(app, g, peak.map(|p| p.0), bar_w));
         if let Some(m) = g.mem {
             let (pct, sev) = memory_level(app, g).unwrap_or((0.0, Severity::Normal));
+            // Fixed widths: a changing figure does not move its neighbours.
             l1.push(Span::raw(format!(
-                " {} / {} ",
+                " {:>6} / {:<5}",
                 bytes_short(m.used),
                 bytes_short(m.total)
             )));
-            l1.extend(value(format!("{pct:.0}%"), sev, t));
+            l1.extend(value(format!("{pct:>3.0}%"), sev, t));
             l1.push(Span::styled("  resv ", t.dim));
-            l1.push(Span::raw(bytes_short(m.reserved)));
+            l1.push(Span::raw(format!("{:>5}", bytes_short(m.reserved))));
             if let Some(u) = unaccounted(app, i, slot, g) {
                 l1.push(Span::styled("  unaccounted ", t.dim));
-                l1.push(Span::raw(bytes_short(u)));
+                l1.push(Span::raw(format!("{:>5}", bytes_short(u))));
             }
             if let Some((p, at)) = peak {
                 l1.push(Span::styled("  peak ", t.dim));
-                l1.push(Span::styled(bytes_short(p), t.peak_mark));
+                l1.push(Span::styled(format!("{:>5}", bytes_short(p)), t.peak_mark));
                 l1.push(Span::styled(format!(" @{}", app.clock.hms(at)), t.dim));
             }
         }
@@ -230,7 +233,7 @@ impl Widget for &GpuCard<'_> {
         let half = w.saturating_sub(12) / 2;
         Line::from(Span::styled("mem ", t.label)).render(Rect::new(inner.x, y2, 4, 1), buf);
         let total = g.mem.map_or(1, |m| m.total / MIB);
-        let mem_data = series(app, i, slot, half as usize, |g| {
+        let mem_data = series(app, i, slot, half as usize, Agg::Max, |g| {
             g.mem_peak.or(g.mem.map(|m| m.used)).map(|b| b / MIB)
         });
         sparkline(
@@ -242,7 +245,9 @@ impl Widget for &GpuCard<'_> {
         );
         let ux = inner.x + 4 + half + 2;
         Line::from(Span::styled("util ", t.label)).render(Rect::new(ux, y2, 5, 1), buf);
-        let util_data = series(app, i, slot, half as usize, |g| g.util_gpu.map(u64::from));
+        let util_data = series(app, i, slot, half as usize, Agg::Mean, |g| {
+            g.util_gpu.map(u64::from)
+        });
         sparkline(
             util_data,
             100,
@@ -416,7 +421,7 @@ impl Widget for &GpuLine<'_> {
         if spark_w >= 6 {
             x += 1;
             let total = g.mem.map_or(1, |m| m.total / MIB);
-            let data = series(app, i, slot, spark_w as usize, |g| {
+            let data = series(app, i, slot, spark_w as usize, Agg::Max, |g| {
                 g.mem_peak.or(g.mem.map(|m| m.used)).map(|b| b / MIB)
             });
             sparkline(

@@ -34,7 +34,7 @@ const LEGEND: [(&str, &str); 8] = [
     ),
     ("dim", "another user's process; italic = exited"),
     ("unaccounted", "device memory no listed process holds"),
-    ("mem sparkline", "highest memory within each interval"),
+    ("mem sparkline", "highest memory in each 5-sample bucket"),
     ("N/A", "the GPU does not report this figure"),
 ];
 

@@ -11,7 +11,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row as TableRow, Table, 
 use crate::app::rows::Row;
 use crate::app::{App, Pane};
 use crate::config::Column;
-use crate::model::units::{MIB, bytes_short, duration_short, rate_short};
+use crate::model::units::{MIB, age_short, bytes_short, rate_short};
 
 /// Growth below this (bytes/s) shows as flat.
 pub const FLAT_BPS: f64 = 1.0 * MIB as f64;
@@ -149,7 +149,7 @@ fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
             last.and_then(|p| p.rss).map_or("".into(), bytes_short),
             None,
         ),
-        Column::Age => (duration_short(r.age_s(app.shown_ms())), None),
+        Column::Age => (age_short(r.age_s(app.shown_ms())), None),
         Column::Command => (
             f.command
                 .as_deref()

@@ -1,0 +1,44 @@
+//! Which cells change from one frame to the next on a sim scenario: a tool
+//! for keeping the dashboard's terminal output small.
+//! `cargo run --example frame_diff -- training 120 40`
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use vramwatch::app::{App, Event, Mode, fixture};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let scenario = args.get(1).map_or("training", String::as_str);
+    let w: u16 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(120);
+    let h: u16 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(40);
+    let (system, snaps) = fixture::snapshots(scenario, 1, 180, "me");
+    let mut app = App::new(
+        vramwatch::config::Config::default(),
+        system,
+        Mode::Live,
+        "me".into(),
+    );
+    app.update(Event::Resize(w, h));
+    let mut prev: Option<Buffer> = None;
+    let mut per_row = vec![0usize; h as usize];
+    for (i, s) in snaps.iter().enumerate() {
+        app.on_snapshot(s);
+        let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
+        vramwatch::ui::render(&app, buf.area, &mut buf);
+        if let Some(p) = &prev
+            && i >= 120
+        {
+            for (j, (a, b)) in p.content.iter().zip(&buf.content).enumerate() {
+                if a != b {
+                    per_row[j / w as usize] += 1;
+                }
+            }
+        }
+        prev = Some(buf);
+    }
+    let last = prev.expect("frames");
+    for (y, n) in per_row.iter().enumerate() {
+        let line: String = (0..w).map(|x| last[(x, y as u16)].symbol()).collect();
+        println!("{:>5.1}/s {}", *n as f64 / 59.0, line.trim_end());
+    }
+}
