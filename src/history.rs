@@ -382,8 +382,7 @@ impl History {
         let first = last.saturating_sub(n as u64 - 1);
         let mut sums = vec![(0u128, 0u64); n];
         let mut slot = upto;
-        loop {
-            let Some(t) = self.time_at(slot) else { break };
+        while let Some(t) = self.time_at(slot) {
             let b = t / bucket_ms;
             if b < first {
                 break;
