@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod export;
 pub mod host;
 pub mod model;
 pub mod sampler;

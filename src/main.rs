@@ -56,6 +56,7 @@ fn run(cli: Cli) -> Result<()> {
             out.flush()?;
             Ok(())
         }
+        Some(Command::Serve(args)) => vramwatch::commands::serve::run(&cli.source, &args, &me),
         Some(other) => anyhow::bail!("`{other:?}` is not built yet"),
         None => anyhow::bail!("the dashboard is not built yet; try `vramwatch snapshot --demo`"),
     }
