@@ -618,3 +618,289 @@ fn health(p: Option<&Published>, interval: Duration) -> Response<Chunks> {
         Chunks::new([Bytes::from(format!("ok seq {}\n", p.snap.seq))]),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::GpuExtra;
+    use crate::source::sim::{SimSource, SimWorld};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    fn sampler(interval_ms: u64) -> Sampler {
+        let world = SimWorld::new("demo", 1, now_ms()).unwrap();
+        let source = SimSource::new(world, "me".into());
+        Sampler::spawn(
+            Box::new(source),
+            crate::sampler::Schedule {
+                interval: Duration::from_millis(interval_ms),
+                fast: Some(Duration::from_millis(20)),
+                slow: Some(Duration::from_millis(500)),
+                proc_util: Duration::from_millis(interval_ms),
+            },
+        )
+    }
+
+    fn start(s: &Sampler, opts: ServeOptions) -> Server {
+        Server::start(bind("127.0.0.1:0").unwrap(), s, opts).unwrap()
+    }
+
+    /// Sends `raw` and reads until the server closes: (status, head, body).
+    async fn exchange(addr: SocketAddr, raw: &str) -> (u16, String, String) {
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(raw.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut buf))
+            .await
+            .expect("the server answers and closes within 10 s")
+            .unwrap();
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        (status, head.to_owned(), body.to_owned())
+    }
+
+    async fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
+        exchange(
+            addr,
+            &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        )
+        .await
+    }
+
+    async fn wait_for_snapshot(addr: SocketAddr) {
+        for _ in 0..100 {
+            if get(addr, "/healthz").await.0 == 200 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no snapshot within 5 s");
+    }
+
+    #[tokio::test]
+    async fn the_three_endpoints_answer_and_nothing_else() {
+        let s = sampler(200);
+        let server = start(&s, ServeOptions::default());
+        let addr = server.local_addr();
+        wait_for_snapshot(addr).await;
+        let (st, head, body) = get(addr, "/metrics").await;
+        assert_eq!(st, 200);
+        assert!(
+            head.contains("content-type: text/plain; version=0.0.4; charset=utf-8"),
+            "{head}"
+        );
+        assert!(body.contains("\nDCGM_FI_DEV_FB_USED{gpu=\"0\""));
+        assert!(body.contains("\nvramwatch_gpu_memory_peak_bytes{gpu=\"0\""));
+        let (st, head, body) = get(addr, "/snapshot").await;
+        assert_eq!(st, 200);
+        assert!(head.contains("content-type: application/json"));
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["schema"], crate::commands::snapshot::SNAPSHOT_SCHEMA);
+        assert_eq!(v["gpus"].as_array().unwrap().len(), 4);
+        let (st, _, body) = get(addr, "/healthz").await;
+        assert_eq!((st, body.starts_with("ok")), (200, true));
+        let (st, _, body) = get(addr, "/").await;
+        assert_eq!(st, 404);
+        assert!(body.contains("/metrics"));
+        assert_eq!(get(addr, "/metrics/x").await.0, 404);
+        // Query strings are ignored.
+        assert_eq!(get(addr, "/metrics?x=1").await.0, 200);
+        let (st, head, _) = exchange(
+            addr,
+            "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert_eq!(st, 405);
+        assert!(head.contains("allow: GET, HEAD"), "{head}");
+        let (st, head, body) = exchange(
+            addr,
+            "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert_eq!(st, 200);
+        assert!(head.contains("content-length: "), "{head}");
+        assert!(body.is_empty());
+        server.stop().await;
+        assert!(TcpStream::connect(addr).await.is_err(), "stopped = closed");
+    }
+
+    #[tokio::test]
+    async fn oversized_heads_are_refused() {
+        let s = sampler(200);
+        let server = start(&s, ServeOptions::default());
+        let big = "a".repeat(20_000);
+        let (st, _, _) = exchange(
+            server.local_addr(),
+            &format!("GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n"),
+        )
+        .await;
+        assert_eq!(st, 431);
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn silent_clients_are_dropped_and_connections_are_bounded() {
+        let s = sampler(200);
+        let opts = ServeOptions {
+            limits: Limits {
+                max_connections: 2,
+                header_timeout: Duration::from_millis(300),
+                ..Limits::default()
+            },
+            ..ServeOptions::default()
+        };
+        let server = start(&s, opts);
+        let addr = server.local_addr();
+        let t = std::time::Instant::now();
+        let mut a = TcpStream::connect(addr).await.unwrap();
+        let mut b = TcpStream::connect(addr).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // A third while two are open: closed at once, before any timeout.
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        let mut buf = [0u8; 64];
+        let n = tokio::time::timeout(Duration::from_secs(5), c.read(&mut buf)).await;
+        assert!(matches!(n, Ok(Ok(0)) | Ok(Err(_))), "{n:?}");
+        // The two silent ones go at the header timeout.
+        for conn in [&mut a, &mut b] {
+            let n = tokio::time::timeout(Duration::from_secs(5), conn.read(&mut buf))
+                .await
+                .expect("closed by the server");
+            assert!(matches!(n, Ok(0) | Err(_)) || buf[..9] == *b"HTTP/1.1 ");
+        }
+        assert!(t.elapsed() >= Duration::from_millis(250));
+        // Slots are free again.
+        wait_for_snapshot(addr).await;
+        assert_eq!(get(addr, "/metrics").await.0, 200);
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn keep_alive_serves_many_requests_on_one_connection() {
+        let s = sampler(200);
+        let server = start(&s, ServeOptions::default());
+        let addr = server.local_addr();
+        wait_for_snapshot(addr).await;
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        for _ in 0..3 {
+            c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap();
+            let mut buf = vec![0u8; 4096];
+            let n = c.read(&mut buf).await.unwrap();
+            assert!(buf[..n].starts_with(b"HTTP/1.1 200 OK"));
+        }
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn analysis_figures_fed_through_the_channel_appear() {
+        let s = sampler(200);
+        let (tx, rx) = watch::channel(None);
+        let server = start(
+            &s,
+            ServeOptions {
+                extra: Some(rx),
+                ..ServeOptions::default()
+            },
+        );
+        let addr = server.local_addr();
+        wait_for_snapshot(addr).await;
+        assert!(!get(addr, "/metrics").await.2.contains("seconds_to_full"));
+        tx.send_replace(Some(Arc::new(Extra {
+            gpus: vec![GpuExtra {
+                index: 2,
+                growth_bps: Some(1e6),
+                seconds_to_full: Some(42.0),
+            }],
+            ..Extra::default()
+        })));
+        let mut seen = false;
+        for _ in 0..50 {
+            if get(addr, "/metrics")
+                .await
+                .2
+                .contains("vramwatch_gpu_memory_seconds_to_full{gpu=\"2\"")
+            {
+                seen = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(seen);
+        server.stop().await;
+    }
+
+    fn published(snap: Snapshot) -> Published {
+        let w = SimWorld::new("demo", 1, 0).unwrap();
+        Published {
+            system: w.info(),
+            snap: Arc::new(snap),
+            extra: None,
+            last_xid: BTreeMap::new(),
+            labels: OnceLock::new(),
+            metrics: OnceLock::new(),
+            own_peaks: OnceLock::new(),
+            json: OnceLock::new(),
+        }
+    }
+
+    #[test]
+    fn a_snapshot_is_rendered_once_however_often_it_is_asked_for() {
+        let w = SimWorld::new("demo", 1, 0).unwrap();
+        let p = published(w.snapshot(0, 10_000, "me"));
+        let a = p.metrics();
+        let b = p.metrics();
+        assert_eq!(a.as_ptr(), b.as_ptr(), "the same buffer, not a new render");
+        assert_eq!(p.json().as_ptr(), p.json().as_ptr());
+        assert_eq!(p.own_peaks().as_ptr(), p.own_peaks().as_ptr());
+    }
+
+    #[test]
+    fn health_reports_missing_and_stale_snapshots() {
+        let i = Duration::from_secs(1);
+        assert_eq!(health(None, i).status(), StatusCode::SERVICE_UNAVAILABLE);
+        let fresh = published(Snapshot {
+            t_ms: now_ms(),
+            ..Snapshot::default()
+        });
+        assert_eq!(health(Some(&fresh), i).status(), StatusCode::OK);
+        let old = published(Snapshot {
+            t_ms: now_ms() - 6_000,
+            ..Snapshot::default()
+        });
+        assert_eq!(
+            health(Some(&old), i).status(),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        // A slow interval allows older snapshots.
+        assert_eq!(
+            health(Some(&old), Duration::from_secs(10)).status(),
+            StatusCode::OK
+        );
+    }
+
+    #[test]
+    fn bad_addresses_say_what_is_wrong() {
+        let e = bind("nonsense").unwrap_err().to_string();
+        assert!(
+            e.contains("`nonsense` is not a listen address") && e.contains("HOST:PORT"),
+            "{e}"
+        );
+        let e = bind("127.0.0.1:70000").unwrap_err().to_string();
+        assert!(e.contains("invalid port"), "{e}");
+        let e = bind("").unwrap_err().to_string();
+        assert!(e.contains("empty"), "{e}");
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap().to_string();
+        let e = bind(&addr).unwrap_err().to_string();
+        assert!(
+            e.contains("cannot listen on") && e.contains("another program"),
+            "{e}"
+        );
+    }
+}
