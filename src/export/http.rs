@@ -566,7 +566,12 @@ fn respond(req: &Request<Incoming>, shared: &Shared, peer: IpAddr) -> Response<C
     if path == "/snapshot" {
         return reply(StatusCode::OK, "application/json", Chunks::new([p.json()]));
     }
-    let peaks = {
+    // A HEAD request gets the headers a GET would, and does not count as a
+    // scrape (it would cut the scraper's peak window short).
+    let head = req.method() == Method::HEAD;
+    let peaks = if head {
+        None
+    } else {
         let mut w = shared.window();
         let (ring, scrapers) = &mut *w;
         match scrapers.scrape(peer, p.snap.seq) {
@@ -832,6 +837,147 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(seen);
+        server.stop().await;
+    }
+
+    /// `GET /metrics` from the loopback address `from`: the snapshot seq and
+    /// the per-GPU peaks it reports.
+    async fn scrape_from(addr: SocketAddr, from: &str) -> (u64, BTreeMap<u32, u64>) {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        let mut c = sock.connect(addr).await.unwrap();
+        c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        c.read_to_end(&mut buf).await.unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let value = |l: &str| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap();
+        let seq = text
+            .lines()
+            .find(|l| l.starts_with("vramwatch_snapshot_seq{"))
+            .map(value)
+            .unwrap();
+        let peaks = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("vramwatch_gpu_memory_peak_bytes{gpu=\""))
+            .map(|l| (l.split('"').next().unwrap().parse().unwrap(), value(l)))
+            .collect();
+        (seq, peaks)
+    }
+
+    /// One GPU whose memory only falls, 1 MiB per millisecond: the peak of
+    /// a window is always in its oldest snapshot, never in the newest.
+    struct Falling {
+        t0: u64,
+    }
+
+    impl crate::source::GpuProbe for Falling {
+        fn fast(
+            &mut self,
+            t: u64,
+        ) -> Result<crate::source::FastReading, crate::source::ProbeError> {
+            let total = 100 * crate::model::units::GIB;
+            let used =
+                (total / 2).saturating_sub(t.saturating_sub(self.t0) * crate::model::units::MIB);
+            Ok(crate::source::FastReading {
+                mem: Some(crate::model::MemInfo {
+                    used,
+                    reserved: 0,
+                    free: total - used,
+                    total,
+                }),
+                procs: vec![],
+            })
+        }
+        fn normal(
+            &mut self,
+            t: u64,
+            _: bool,
+        ) -> Result<crate::source::NormalReading, crate::source::ProbeError> {
+            Ok(crate::source::NormalReading {
+                fast: self.fast(t)?,
+                ..Default::default()
+            })
+        }
+        fn slow(
+            &mut self,
+            _: u64,
+        ) -> Result<crate::source::SlowReading, crate::source::ProbeError> {
+            Ok(Default::default())
+        }
+    }
+
+    struct NoHost;
+    impl crate::source::HostFacts for NoHost {
+        fn enrich(&mut self, _: u64, _: &mut [crate::model::ProcSample]) {}
+    }
+
+    struct FallingSource(u64);
+    impl crate::source::Source for FallingSource {
+        fn system(&self) -> Arc<SystemInfo> {
+            Arc::new(SystemInfo {
+                host: "t".into(),
+                gpus: vec![crate::model::DeviceInfo::default()],
+                ..Default::default()
+            })
+        }
+        fn probe(&self, _: usize) -> Box<dyn crate::source::GpuProbe> {
+            Box::new(Falling { t0: self.0 })
+        }
+        fn host_facts(&self) -> Box<dyn crate::source::HostFacts> {
+            Box::new(NoHost)
+        }
+    }
+
+    #[tokio::test]
+    async fn peaks_cover_everything_since_each_scrapers_previous_scrape() {
+        let s = Sampler::spawn(
+            Box::new(FallingSource(now_ms())),
+            crate::sampler::Schedule {
+                interval: Duration::from_millis(100),
+                fast: Some(Duration::from_millis(20)),
+                slow: None,
+                proc_util: Duration::from_millis(100),
+            },
+        );
+        let mut rx = s.subscribe();
+        let all: Arc<Mutex<Vec<Arc<Snapshot>>>> = Arc::default();
+        let sink = all.clone();
+        tokio::spawn(async move {
+            while let Ok(snap) = rx.recv().await {
+                sink.lock().unwrap().push(snap);
+            }
+        });
+        let server = start(&s, ServeOptions::default());
+        let addr = server.local_addr();
+        wait_for_snapshot(addr).await;
+        let pause = || tokio::time::sleep(Duration::from_millis(450));
+        let (a0, _) = scrape_from(addr, "127.0.0.1").await;
+        pause().await;
+        let (b0, _) = scrape_from(addr, "127.0.0.2").await;
+        pause().await;
+        let (a1, peak_a) = scrape_from(addr, "127.0.0.1").await;
+        let (b1, peak_b) = scrape_from(addr, "127.0.0.2").await;
+        assert!(a1 > a0 + 3 && b1 > b0 + 2, "{a0} {a1} {b0} {b1}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let expect = |after: u64, upto: u64| -> BTreeMap<u32, u64> {
+            let all = all.lock().unwrap();
+            let mut m = BTreeMap::new();
+            for snap in all.iter().filter(|x| x.seq > after && x.seq <= upto) {
+                for g in &snap.gpus {
+                    let v = m.entry(g.index).or_insert(0);
+                    *v = (*v).max(g.mem_peak.unwrap());
+                }
+            }
+            m
+        };
+        assert_eq!(
+            peak_a,
+            expect(a0, a1),
+            "scraper A: since its own previous scrape"
+        );
+        assert_eq!(peak_b, expect(b0, b1), "scraper B: its own window");
         server.stop().await;
     }
 
