@@ -189,6 +189,10 @@ impl Server {
                 .build()
         }
         .map_err(ServeError::Start)?;
+        let listener = {
+            let _in = rt.enter();
+            tokio::net::TcpListener::from_std(listener).map_err(ServeError::Start)?
+        };
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = oneshot::channel();
         let feed = Feed {
@@ -380,7 +384,8 @@ async fn track(
                         break;
                     }
                 };
-                if snap.as_ref().is_some_and(|s| s.seq == next.seq && s.t_ms == next.t_ms) {
+                // Already seen (the stream can hold what the seed was).
+                if snap.as_ref().is_some_and(|s| next.seq <= s.seq) {
                     continue;
                 }
                 take(&next, &mut last_xid);
@@ -404,16 +409,12 @@ async fn track(
 // ---- the server -----------------------------------------------------------
 
 async fn run(
-    listener: std::net::TcpListener,
+    listener: tokio::net::TcpListener,
     feed: Feed,
     interval: Duration,
     opts: ServeOptions,
     mut stop: watch::Receiver<bool>,
 ) {
-    let listener = match tokio::net::TcpListener::from_std(listener) {
-        Ok(l) => l,
-        Err(_) => return,
-    };
     let (tx, current) = watch::channel(None);
     let keep_ms = opts.peak_window.as_millis() as u64;
     let max_entries = (keep_ms / interval.as_millis().max(1) as u64 + 2).min(100_000) as usize;
@@ -479,7 +480,7 @@ async fn run(
 }
 
 /// The body of a response: a few shared buffers sent one after another.
-pub struct Chunks {
+struct Chunks {
     parts: std::collections::VecDeque<Bytes>,
     len: u64,
 }
