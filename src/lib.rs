@@ -8,6 +8,7 @@ pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod export;
 pub mod history;
 pub mod host;
 pub mod model;

@@ -109,6 +109,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Config { action }) => {
             vramwatch::commands::config::run(action, cli.source.config.as_deref())
         }
+        Some(Command::Serve(args)) => vramwatch::commands::serve::run(&cli.source, args, &me),
         Some(other) => anyhow::bail!("`{other:?}` is not built yet"),
         None => live_dashboard(&cli, me),
     }
