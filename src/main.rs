@@ -47,14 +47,27 @@ fn live_dashboard(cli: &Cli, me: String) -> Result<()> {
             ColorArg::Truecolor => ColorDepth::TrueColor,
         };
     }
-    // Open the source before touching the terminal, so errors print plainly.
+    // Open the source and bind the metrics port before touching the
+    // terminal, so errors print plainly.
     let src = source::open(cli.source.demo.as_deref(), cli.source.seed, &me, 0)?;
+    let listener = match &cli.ui.serve {
+        Some(addr) => Some(vramwatch::export::bind(addr).context("--serve")?),
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     rt.block_on(async move {
         let sampler = sampler::Sampler::spawn(src, config.schedule());
+        let _server = match listener {
+            Some(l) => Some(vramwatch::export::Server::start(
+                l,
+                &sampler,
+                vramwatch::export::ServeOptions::default(),
+            )?),
+            None => None,
+        };
         let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
         let mut app = App::new(config, sampler.system.clone(), Mode::Live, me);
         app.theme = theme;
