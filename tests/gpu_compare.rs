@@ -34,7 +34,9 @@ fn smi(v: &serde_json::Value, tweak: impl Fn(&mut u64, &str)) -> String {
     }
     s += "#apps\n";
     for p in v["procs"].as_array().unwrap() {
-        let uuid = v["system"]["gpus"][p["gpu"].as_u64().unwrap() as usize]["uuid"].as_str().unwrap();
+        let uuid = v["system"]["gpus"][p["gpu"].as_u64().unwrap() as usize]["uuid"]
+            .as_str()
+            .unwrap();
         let pid = p["pid"].as_u64().unwrap();
         let mut mem = p["mem"].as_u64().unwrap() / MIB;
         tweak(&mut mem, &format!("pid{pid}"));
@@ -47,16 +49,26 @@ fn smi(v: &serde_json::Value, tweak: impl Fn(&mut u64, &str)) -> String {
 
 fn judge(a: &str, snap: &serde_json::Value, b: &str) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
-    let (pa, ps, pb) = (dir.path().join("a"), dir.path().join("s"), dir.path().join("b"));
+    let (pa, ps, pb) = (
+        dir.path().join("a"),
+        dir.path().join("s"),
+        dir.path().join("b"),
+    );
     std::fs::write(&pa, a).unwrap();
     std::fs::write(&ps, serde_json::to_vec(snap).unwrap()).unwrap();
     std::fs::write(&pb, b).unwrap();
     let out = Command::new("python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gpu_compare.py"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/gpu_compare.py"
+        ))
         .args([&pa, &ps, &pb])
         .output()
         .expect("python3");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 #[test]
@@ -76,7 +88,10 @@ fn the_comparison_passes_agreement_and_catches_differences() {
         }
     });
     let (ok, out) = judge(&off, &v, &off);
-    assert!(!ok && out.contains("GPU 1 memory.used (MiB)") && out.contains("MISMATCH"), "{out}");
+    assert!(
+        !ok && out.contains("GPU 1 memory.used (MiB)") && out.contains("MISMATCH"),
+        "{out}"
+    );
 
     // A figure that moved between the reads is judged by the range.
     let grew = smi(&v, |x, what| {
@@ -92,5 +107,8 @@ fn the_comparison_passes_agreement_and_catches_differences() {
     let mut fewer = v.clone();
     fewer["procs"].as_array_mut().unwrap().remove(0);
     let (ok, out) = judge(&same, &fewer, &same);
-    assert!(!ok && out.contains(&format!("PID {pid}: missing from vramwatch")), "{out}");
+    assert!(
+        !ok && out.contains(&format!("PID {pid}: missing from vramwatch")),
+        "{out}"
+    );
 }

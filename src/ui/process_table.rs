@@ -3,10 +3,9 @@
 //! processes are dimmed; exited ones stay a while, marked.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::Style;
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row as TableRow, Table, Widget};
+use ratatui::widgets::Widget;
 
 use crate::app::rows::Row;
 use crate::app::{App, Pane};
@@ -178,109 +177,116 @@ fn right_aligned(c: Column) -> bool {
 
 pub struct ProcessTable<'a>(pub &'a App);
 
+/// (x, width) of each column within a row `width` wide; COMMAND takes what
+/// is left. Laid out by hand: the table is drawn every frame and a generic
+/// table widget's layout solving cost most of the frame.
+pub fn column_spans(cols: &[Column], width: u16) -> Vec<(u16, u16)> {
+    let fixed: u16 = cols
+        .iter()
+        .filter(|c| **c != Column::Command)
+        .map(|c| spec(*c).0 + 1)
+        .sum();
+    let mut x = 0u16;
+    cols.iter()
+        .map(|c| {
+            let w = match c {
+                Column::Command => width.saturating_sub(fixed).max(1),
+                c => spec(*c).0,
+            };
+            let span = (x, w.min(width.saturating_sub(x)));
+            x = x.saturating_add(w + 1).min(width);
+            span
+        })
+        .collect()
+}
+
+/// Writes `text` into `w` cells at `x`, right-aligned when asked, cut to fit.
+fn put(
+    buf: &mut Buffer,
+    area: Rect,
+    (x, w): (u16, u16),
+    y: u16,
+    text: &str,
+    right: bool,
+    style: Style,
+) {
+    if w == 0 || y >= area.bottom() {
+        return;
+    }
+    let len = text.chars().count() as u16;
+    let shown: String = text.chars().take(w as usize).collect();
+    let dx = if right { w.saturating_sub(len) } else { 0 };
+    buf.set_stringn(area.x + x + dx, y, shown, w as usize, style);
+}
+
 impl Widget for &ProcessTable<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
         let t = &app.theme;
+        if area.height == 0 || area.width == 0 {
+            return;
+        }
         let rows = app.rows();
         let cols = fit_columns(&app.config.display.columns, area.width);
+        let spans = column_spans(&cols, area.width);
         let sort = app.view.sort;
-        let header: Vec<Cell> = cols
-            .iter()
-            .map(|c| {
-                let mut name = title(*c).to_string();
-                if *c == sort.column
-                    || (sort.column == Column::Memory
-                        && *c == Column::MemoryPct
-                        && !cols.contains(&Column::Memory))
-                {
-                    name.push(if sort.descending { '▼' } else { '▲' });
-                }
-                let text = if right_aligned(*c) {
-                    Line::from(name).right_aligned()
-                } else {
-                    Line::from(name)
-                };
-                Cell::from(text)
-            })
-            .collect();
-        let header = TableRow::new(header).style(t.header.patch(t.label));
+        let head_style = t.header.patch(t.label);
+        for (c, span) in cols.iter().zip(&spans) {
+            let mut name = title(*c).to_string();
+            if *c == sort.column {
+                name.push(if sort.descending { '▼' } else { '▲' });
+            }
+            put(
+                buf,
+                area,
+                *span,
+                area.y,
+                &name,
+                right_aligned(*c),
+                head_style,
+            );
+        }
         if rows.is_empty() {
             let msg = if app.view.filter.is_empty() {
                 " no processes on any GPU"
             } else {
                 " no process matches the filter"
             };
-            let block = Block::default().borders(Borders::NONE);
-            Paragraph::new(vec![
-                Line::from(
-                    cols.iter()
-                        .map(|c| Span::styled(format!("{} ", title(*c)), t.label))
-                        .collect::<Vec<_>>(),
-                ),
-                Line::from(Span::styled(msg, t.dim)),
-            ])
-            .block(block)
-            .render(area, buf);
+            if area.height > 1 {
+                buf.set_stringn(area.x, area.y + 1, msg, area.width as usize, t.dim);
+            }
             return;
         }
         let sel = app.selected_index(&rows);
         let body_h = area.height.saturating_sub(1) as usize;
         let start = app.view.offset.min(rows.len().saturating_sub(1));
         let focus = app.view.focus == Pane::Procs;
-        let table_rows: Vec<TableRow> = rows
-            .iter()
-            .enumerate()
-            .skip(start)
-            .take(body_h)
-            .map(|(i, r)| {
-                let base = if r.exited {
-                    t.exited
-                } else if !app.is_mine(r.series) {
-                    t.other_user
-                } else {
-                    t.text
+        for (line, (i, r)) in rows.iter().enumerate().skip(start).take(body_h).enumerate() {
+            let y = area.y + 1 + line as u16;
+            let mut base = if r.exited {
+                t.exited
+            } else if !app.is_mine(r.series) {
+                t.other_user
+            } else {
+                t.text
+            };
+            if Some(i) == sel && focus {
+                base = base.patch(t.selected);
+            }
+            buf.set_style(Rect::new(area.x, y, area.width, 1), base);
+            for (c, span) in cols.iter().zip(&spans) {
+                let (text, style) = cell(app, r, *c);
+                let style = match style {
+                    Some(st) if !r.exited => base.patch(st),
+                    _ => base,
                 };
-                let cells: Vec<Cell> = cols
-                    .iter()
-                    .map(|c| {
-                        let (s, st) = cell(app, r, *c);
-                        let line = if right_aligned(*c) {
-                            Line::from(s).right_aligned()
-                        } else {
-                            Line::from(s)
-                        };
-                        let mut cell = Cell::from(line);
-                        if let Some(st) = st
-                            && !r.exited
-                        {
-                            cell = cell.style(st);
-                        }
-                        cell
-                    })
-                    .collect();
-                let mut style = base;
-                if Some(i) == sel && focus {
-                    style = style.patch(t.selected);
-                }
-                TableRow::new(cells).style(style)
-            })
-            .collect();
-        let widths: Vec<Constraint> = cols
-            .iter()
-            .map(|c| match c {
-                Column::Command => Constraint::Min(12),
-                c => Constraint::Length(spec(*c).0),
-            })
-            .collect();
-        let table = Table::new(table_rows, widths)
-            .header(header)
-            .column_spacing(1);
-        Widget::render(table, area, buf);
+                put(buf, area, *span, y, &text, right_aligned(*c), style);
+            }
+        }
         // Where we are in a long list.
         if rows.len() > body_h && area.width > 12 {
             let label = format!(" {}/{} ", sel.map_or(0, |s| s + 1), rows.len());
-            let x = area.x + area.width - label.len() as u16;
+            let x = area.x + area.width.saturating_sub(label.len() as u16);
             buf.set_string(x, area.y, label, t.dim);
         }
     }
@@ -289,6 +295,16 @@ impl Widget for &ProcessTable<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_are_laid_out_left_to_right_with_the_command_last() {
+        let cols = [Column::Gpu, Column::Pid, Column::Command];
+        assert_eq!(column_spans(&cols, 40), vec![(0, 3), (4, 7), (12, 28)]);
+        // Too narrow: nothing runs past the edge.
+        for (x, w) in column_spans(&Column::ALL, 30) {
+            assert!(x + w <= 30);
+        }
+    }
 
     #[test]
     fn narrow_tables_drop_low_priority_columns_first() {
