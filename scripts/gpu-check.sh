@@ -15,14 +15,16 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
 
 n=$(nvidia-smi -L | wc -l)
 echo "== $n GPU(s); driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
-roles=("steady leak sawtooth idle=2" "steady idle=3 sawtooth" "leak idle=2" "steady sawtooth")
-for ((g = 0; g < n; g++)); do
-  r=${roles[$((g % ${#roles[@]}))]}
-  echo "== GPU $g: $r"
-  # shellcheck disable=SC2086
-  STEADY_GIB=${STEADY_GIB:-16} python3 "$WORKLOAD" --seconds "${SECONDS_RUN:-60}" --device "$g" $r >"$TMP/wl-$g.log" 2>&1 &
-done
-sleep "${SETTLE:-25}"
+if [ "${START_WORKLOAD:-1}" = 1 ]; then
+  roles=("steady leak sawtooth idle=2" "steady idle=3 sawtooth" "leak idle=2" "steady sawtooth")
+  for ((g = 0; g < n; g++)); do
+    r=${roles[$((g % ${#roles[@]}))]}
+    echo "== GPU $g: $r"
+    # shellcheck disable=SC2086
+    STEADY_GIB=${STEADY_GIB:-16} python3 "$WORKLOAD" --seconds "${SECONDS_RUN:-60}" --device "$g" $r >"$TMP/wl-$g.log" 2>&1 &
+  done
+  sleep "${SETTLE:-25}"
+fi
 
 smi() {
   echo "#gpus"

@@ -6,7 +6,10 @@ nvidia-smi is read just before (A) and just after (B) vramwatch. A figure
 that did not move between A and B must agree exactly; one that moved (a
 growing or sawtoothing process) must lie between A and B. Every PID that
 nvidia-smi lists must be in vramwatch's list and the other way round.
-Usage: gpu_compare.py A.csvs SNAP.json B.csvs   (see gpu-check.sh)
+The middle file is either `vramwatch snapshot --json` output or the text of
+`vramwatch serve`'s /metrics (DCGM_FI_DEV_FB_* in MiB, per-process
+vramwatch_process_memory_bytes).
+Usage: gpu_compare.py A.csvs SNAP.json|METRICS.txt B.csvs   (see gpu-check.sh)
 Exit status 0 when everything agrees, 1 otherwise.
 """
 import json, sys
@@ -34,9 +37,45 @@ def read_smi(path):
     return gpus, apps
 
 
+def parse_metrics(text):
+    """A snapshot-shaped dict from Prometheus text (bytes from MiB exactly)."""
+    import re
+    line_re = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\}\s+(\S+)')
+    label_re = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+    gpus, uuids, procs = {}, {}, []
+    for line in text.splitlines():
+        m = line_re.match(line)
+        if not m:
+            continue
+        name, labels, value = m.group(1), dict(label_re.findall(m.group(2))), float(m.group(3))
+        if "gpu" not in labels:
+            continue
+        g = int(labels["gpu"])
+        mem = gpus.setdefault(g, {"index": g, "mem": {}})["mem"]
+        if "UUID" in labels:
+            uuids[g] = labels["UUID"]
+        if name == "DCGM_FI_DEV_FB_USED":
+            mem["used"] = int(value) * MiB
+        elif name == "DCGM_FI_DEV_FB_RESERVED":
+            mem["reserved"] = int(value) * MiB
+        elif name == "DCGM_FI_DEV_FB_FREE":
+            mem["free"] = int(value) * MiB
+        elif name == "vramwatch_gpu_memory_total_bytes":
+            mem["total"] = int(value)
+        elif name == "vramwatch_process_memory_bytes":
+            procs.append({"gpu": g, "pid": int(labels["pid"]), "mem": int(value)})
+    n = max(gpus) + 1 if gpus else 0
+    return {
+        "system": {"gpus": [{"uuid": uuids.get(i, "?")} for i in range(n)]},
+        "gpus": [gpus[i] for i in sorted(gpus)],
+        "procs": procs,
+    }
+
+
 def main():
     a_gpus, a_apps = read_smi(sys.argv[1])
-    snap = json.load(open(sys.argv[2]))
+    text = open(sys.argv[2]).read()
+    snap = json.loads(text) if text.lstrip().startswith("{") else parse_metrics(text)
     b_gpus, b_apps = read_smi(sys.argv[3])
     ok = True
     rows = []
