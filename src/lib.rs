@@ -12,3 +12,4 @@ pub mod model;
 pub mod sampler;
 pub mod sanitize;
 pub mod source;
+pub mod torch_alloc;
