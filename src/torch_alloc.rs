@@ -316,7 +316,8 @@ pub enum ReadError {
         want: u32,
     },
     #[error(
-        "{path}: start time {found:?} is not the process's ({want}): left by an earlier process with PID {pid}"
+        "{path}: start time {} is not the process's ({want}): left by an earlier process with PID {pid}",
+        found.map_or_else(|| "missing".to_owned(), |t| t.to_string())
     )]
     WrongStartTime {
         path: PathBuf,
@@ -324,6 +325,8 @@ pub enum ReadError {
         want: u64,
         pid: u32,
     },
+    #[error("{path}: the start time of PID {pid} is unknown, so the file cannot be matched")]
+    UnknownStartTime { path: PathBuf, pid: u32 },
 }
 
 /// Parses a file's text. Unknown fields are ignored (fields a later writer
@@ -390,10 +393,15 @@ pub fn read_file(path: &Path, key: ProcessKey, uid: u32) -> Result<AllocStats, R
             want: key.pid,
         });
     }
-    let same_start = key.start_time != 0
-        && stats
-            .start_time
-            .is_some_and(|t| t.abs_diff(key.start_time) <= START_TIME_SLACK_S);
+    if key.start_time == 0 {
+        return Err(ReadError::UnknownStartTime {
+            path: path.to_owned(),
+            pid: key.pid,
+        });
+    }
+    let same_start = stats
+        .start_time
+        .is_some_and(|t| t.abs_diff(key.start_time) <= START_TIME_SLACK_S);
     if !same_start {
         return Err(ReadError::WrongStartTime {
             path: path.to_owned(),
@@ -444,11 +452,15 @@ fn read_checked(file: &File, path: &Path, uid: u32) -> Result<String, ReadError>
             len: bytes.len() as u64,
         });
     }
-    String::from_utf8(bytes).map_err(|e| ReadError::Malformed {
-        path: path.to_owned(),
-        line: 1,
-        column: e.utf8_error().valid_up_to() + 1,
-        message: "not UTF-8".into(),
+    String::from_utf8(bytes).map_err(|e| {
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line_start = good.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        ReadError::Malformed {
+            path: path.to_owned(),
+            line: good.iter().filter(|b| **b == b'\n').count() + 1,
+            column: good.len() - line_start + 1,
+            message: "not UTF-8".into(),
+        }
     })
 }
 
@@ -525,8 +537,12 @@ impl TorchAllocReader {
             .collect();
         self.entries
             .retain(|pid, e| keys.iter().any(|k| k.pid == *pid && *k == e.key));
+        // A process on two GPUs comes twice.
+        let mut seen = std::collections::HashSet::new();
         for key in keys {
-            self.update_one(&dirs, *key);
+            if seen.insert(*key) {
+                self.update_one(&dirs, *key);
+            }
         }
     }
 

@@ -187,7 +187,7 @@ fn a_file_left_by_an_earlier_process_with_the_same_pid_is_ignored() {
     let (got, notes) = read(&d, later);
     assert!(got.is_none());
     assert!(
-        notes[0].contains("start time Some(1760000000)"),
+        notes[0].contains("start time 1760000000 is not the process's (1760003600)"),
         "{notes:?}"
     );
 }
@@ -204,16 +204,15 @@ fn start_times_may_differ_by_the_slack_only() {
         assert_eq!(read(&d, key).0.is_some(), ok, "delta {delta}");
     }
     // An unknown start time (0) cannot be checked: not read.
+    let unknown = ProcessKey {
+        pid: PID,
+        start_time: 0,
+    };
+    let (got, notes) = read(&d, unknown);
+    assert!(got.is_none());
     assert!(
-        read(
-            &d,
-            ProcessKey {
-                pid: PID,
-                start_time: 0
-            }
-        )
-        .0
-        .is_none()
+        notes[0].contains("start time of PID 4242 is unknown"),
+        "{notes:?}"
     );
 }
 
@@ -240,7 +239,8 @@ fn unchanged_files_are_not_read_again_and_changes_are_seen() {
     let mut r = d.reader();
     r.update(&[KEY]);
     let first = r.get(KEY).cloned().expect("read");
-    r.update(&[KEY]);
+    // Twice in one list (a process on two GPUs), and again: read once.
+    r.update(&[KEY, KEY]);
     assert!(Arc::ptr_eq(&first, r.get(KEY).unwrap()));
     assert_eq!(r.parses(), 1);
     // A new version (an atomic replace, as the writer does) is read.
@@ -355,6 +355,17 @@ fn a_fifo_is_refused_without_blocking() {
     let (got, notes) = read(&d, KEY);
     assert!(got.is_none());
     assert!(notes[0].contains("not a regular file"), "{notes:?}");
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_placed() {
+    let d = Dir::new();
+    fs::write(d.file(), b"{\n  \"schema\": 1,\n  \"x\": \"ab\xff\"\n}\n").unwrap();
+    let err = torch_alloc::read_file(&d.file(), KEY, effective_uid()).unwrap_err();
+    assert!(
+        err.to_string().ends_with("line 3, column 11: not UTF-8"),
+        "{err}"
+    );
 }
 
 #[test]

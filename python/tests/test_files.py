@@ -165,7 +165,7 @@ class SweepTest(PublisherTest):
         os.mkdir(self.dir, 0o700)
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
         dead.wait()
-        names = ["%d.json" % dead.pid, ".%d.json.tmp" % dead.pid, "%d.json" % os.getppid(), "notes.txt", "abc.json"]
+        names = ["%d.json" % dead.pid, ".%d.json.tmp" % dead.pid, "%d.json" % os.getppid(), "notes.txt", "abc.json", "99999999999999999999.json"]
         for n in names:
             with open(os.path.join(self.dir, n), "w") as f:
                 f.write("{}")
@@ -174,7 +174,7 @@ class SweepTest(PublisherTest):
         self.assertNotIn("%d.json" % dead.pid, left)
         self.assertNotIn(".%d.json.tmp" % dead.pid, left)
         # A live process's file and files that are not ours stay.
-        for n in ("%d.json" % os.getppid(), "notes.txt", "abc.json", "%d.json" % os.getpid()):
+        for n in ("%d.json" % os.getppid(), "notes.txt", "abc.json", "99999999999999999999.json", "%d.json" % os.getpid()):
             self.assertIn(n, left)
 
 

@@ -151,7 +151,8 @@ def _alive(pid):
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except OSError:
-        # EPERM: it exists, as someone else.
+    except (OSError, OverflowError, ValueError):
+        # EPERM: it exists, as someone else; a number no PID can be: not a
+        # file we wrote, leave it alone.
         return True
     return True
