@@ -14,12 +14,13 @@ from helpers import child_env, run_child
 
 PRELUDE = """
 import os, sys, signal, time
+HANDLE = os.environ.get("HANDLE", "1") == "1"
 import fake_torch
 cuda = fake_torch.install()
 cuda.init(1)
 cuda.use(0, allocated=1 << 30, reserved=2 << 30)
 import vramwatch_torch
-assert vramwatch_torch.start(interval=0.05), "not started"
+assert vramwatch_torch.start(interval=0.05, handle_signals=HANDLE), "not started"
 path = vramwatch_torch.path()
 assert os.path.exists(path)
 """
@@ -45,8 +46,8 @@ class ExitTest(unittest.TestCase):
         except FileNotFoundError:
             return []
 
-    def spawn(self, body):
-        p, path = self._spawn(body)
+    def spawn(self, body, **env):
+        p, path = self._spawn(body, **env)
         self.addCleanup(self._reap, p)
         return p, path
 
@@ -56,11 +57,11 @@ class ExitTest(unittest.TestCase):
             p.kill()
         p.communicate()
 
-    def _spawn(self, body):
+    def _spawn(self, body, **env):
         """Starts a child that publishes and prints its file's path."""
         p = subprocess.Popen(
             [sys.executable, "-c", PRELUDE + READY + body],
-            env=child_env(self.runtime),
+            env=child_env(self.runtime, **env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -96,6 +97,43 @@ class ExitTest(unittest.TestCase):
         _, err = p.communicate(timeout=20)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("KeyboardInterrupt", err)
+        self.assertFalse(os.path.exists(path))
+
+    def test_by_default_signal_handling_is_left_alone(self):
+        p, path = self.spawn(
+            "print(signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,"
+            " signal.set_wakeup_fd(-1) == -1, flush=True)\ntime.sleep(60)",
+            HANDLE="0",
+        )
+        self.assertEqual(p.stdout.readline().strip(), "True True")
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=20)
+        self.assertEqual(p.returncode, -signal.SIGTERM)
+        # Left behind (harmless: the process is gone); the next start sweeps it.
+        self.assertTrue(os.path.exists(path))
+
+    def test_a_framework_chaining_to_our_handler_keeps_the_process_alive(self):
+        # PyTorch Lightning composes SIGTERM handlers: its own, then the one
+        # it found (ours), and training goes on to a graceful stop.
+        body = """
+theirs = []
+previous = signal.getsignal(signal.SIGTERM)
+def compose(signum, frame):
+    theirs.append(signum)
+    previous(signum, frame)
+signal.signal(signal.SIGTERM, compose)
+print("wrapped", flush=True)
+while not theirs:
+    time.sleep(0.01)
+time.sleep(0.5)
+print("graceful stop", os.path.exists(path), flush=True)
+"""
+        p, path = self.spawn(body)
+        self.assertEqual(p.stdout.readline().strip(), "wrapped")
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out.strip(), "graceful stop True")
         self.assertFalse(os.path.exists(path))
 
     def test_sigterm_at_its_default_dies_of_sigterm_and_removes_the_file(self):

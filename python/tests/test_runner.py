@@ -14,7 +14,7 @@ from helpers import TESTS, child_env
 
 SCRIPT = textwrap.dedent(
     """
-    import json, os, sys
+    import json, os, signal, sys
     import vramwatch_torch
     print(json.dumps({
         "argv": sys.argv,
@@ -23,6 +23,7 @@ SCRIPT = textwrap.dedent(
         "running": vramwatch_torch.is_running(),
         "file": vramwatch_torch.path(),
         "exists": os.path.exists(vramwatch_torch.path() or "/nonexistent"),
+        "sigterm_default": signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
         "interval_ms": json.load(open(vramwatch_torch.path()))["interval_ms"] if vramwatch_torch.path() else None,
     }))
     code = int(os.environ.get("EXIT_WITH", "0"))
@@ -65,6 +66,7 @@ class RunnerTest(unittest.TestCase):
         self.assertTrue(out["running"])
         self.assertTrue(out["exists"])
         self.assertEqual(out["interval_ms"], 500)
+        self.assertTrue(out["sigterm_default"])
         # Removed at exit.
         self.assertFalse(os.path.exists(out["file"]))
         self.assertEqual(os.listdir(os.path.join(self.runtime, "vramwatch")), [])
@@ -75,8 +77,10 @@ class RunnerTest(unittest.TestCase):
         out = json.loads(r.stdout)
         self.assertEqual(out["argv"], [self.script, "a"])
         self.assertEqual(out["interval_ms"], 250)
-        r = self.run_m("--interval=2", "--", self.script)
-        self.assertEqual(json.loads(r.stdout)["interval_ms"], 2000)
+        r = self.run_m("--interval=2", "--handle-signals", "--", self.script)
+        out = json.loads(r.stdout)
+        self.assertEqual(out["interval_ms"], 2000)
+        self.assertFalse(out["sigterm_default"])
 
     def test_a_module(self):
         pkg = os.path.join(self.work, "mytrain")

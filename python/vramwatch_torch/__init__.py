@@ -8,7 +8,8 @@ for each device the program uses (allocated, reserved, active and
 inactive-split bytes, their peaks, allocator retries and OOMs, the largest
 free cached block) to `$XDG_RUNTIME_DIR/vramwatch/<pid>.json` (or
 `/tmp/vramwatch-<uid>/<pid>.json`), where vramwatch shows them next to the
-process. The file goes away when the process ends.
+process. The file is removed when the process exits (on SIGTERM too with
+start(handle_signals=True)).
 
 It never imports torch (it waits until the program has), never initialises
 CUDA, and never raises into the program once started. The file format and
@@ -59,7 +60,7 @@ def default_directory():
     return _files.default_directory()
 
 
-def start(interval=DEFAULT_INTERVAL, directory=None, largest_free=True, handle_signals=True):
+def start(interval=DEFAULT_INTERVAL, directory=None, largest_free=True, handle_signals=False):
     """Starts publishing (once per process: later calls return the running
     publisher's state). Returns True when publishing, False when it could
     not start (the reason is given once as a RuntimeWarning; the program
@@ -70,8 +71,10 @@ def start(interval=DEFAULT_INTERVAL, directory=None, largest_free=True, handle_s
     largest_free: also find the largest free cached block through
         torch.cuda.memory_snapshot(), at a rate kept under 0.05 % of the
         time (see docs/pytorch.md); False to skip it.
-    handle_signals: remove the file on SIGTERM/SIGHUP when the program
-        leaves them at their default action.
+    handle_signals: also remove the file on SIGTERM/SIGHUP where the program
+        leaves them at their default action (off by default: a handler is
+        visible to the program and to frameworks that chain handlers; a
+        file left behind is harmless, see docs/pytorch.md).
 
     Raises ValueError for an interval out of range (a mistake in the call,
     not at run time).

@@ -13,14 +13,15 @@ import sys
 import vramwatch_torch
 
 USAGE = """\
-usage: python -m vramwatch_torch [--interval SECONDS] [--no-largest-free] script.py [args...]
-       python -m vramwatch_torch [--interval SECONDS] [--no-largest-free] -m module [args...]
+usage: python -m vramwatch_torch [options] script.py [args...]
+       python -m vramwatch_torch [options] -m module [args...]
 
 Runs the script or module as __main__ with vramwatch_torch.start() called first.
 
 options:
   --interval SECONDS   seconds between publishes, %s to %s (default %s)
   --no-largest-free    do not probe the largest free cached block
+  --handle-signals     also remove the file on SIGTERM/SIGHUP (see docs/pytorch.md)
   -h, --help           show this help
 """ % (
     vramwatch_torch.MIN_INTERVAL,
@@ -35,7 +36,7 @@ class UsageError(Exception):
 
 def parse(argv):
     """Returns (options dict, ("script"|"module", target), rest of argv)."""
-    opts = {"interval": vramwatch_torch.DEFAULT_INTERVAL, "largest_free": True}
+    opts = {"interval": vramwatch_torch.DEFAULT_INTERVAL, "largest_free": True, "handle_signals": False}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -61,6 +62,10 @@ def parse(argv):
             continue
         if arg == "--no-largest-free":
             opts["largest_free"] = False
+            i += 1
+            continue
+        if arg == "--handle-signals":
+            opts["handle_signals"] = True
             i += 1
             continue
         if arg == "-m":
@@ -91,7 +96,11 @@ def main(argv=None):
     if kind == "script" and not os.path.isfile(target):
         sys.stderr.write("python -m vramwatch_torch: can't open file %r: no such file\n" % target)
         return 2
-    vramwatch_torch.start(interval=opts["interval"], largest_free=opts["largest_free"])
+    vramwatch_torch.start(
+        interval=opts["interval"],
+        largest_free=opts["largest_free"],
+        handle_signals=opts["handle_signals"],
+    )
     if kind == "script":
         sys.argv = [target] + rest
         # As `python script.py` does: the script's directory comes first.

@@ -63,11 +63,10 @@ class Publisher:
         self._thread.start()
 
     def _run(self):
+        # start() published once already: wait first.
         try:
-            while not self._stop.is_set():
+            while not self._sleep():
                 self.publish()
-                if self._sleep():
-                    break
         except BaseException:  # nothing may escape into the program
             pass
 
@@ -242,6 +241,12 @@ class Publisher:
             return False
 
     def _on_signal(self, signum, frame):
+        if not self._handler_is_ours(signum):
+            # Called by a handler installed after ours that chains to the
+            # one it found (PyTorch Lightning composes handlers so): the
+            # signal is that handler's to act on, and the process may well
+            # go on (a graceful stop). Do nothing; atexit covers the end.
+            return
         self._die_of(signum, main_thread=True)
 
     def _die_of(self, signum, main_thread):
