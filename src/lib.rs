@@ -15,5 +15,6 @@ pub mod model;
 pub mod sampler;
 pub mod sanitize;
 pub mod source;
+pub mod torch_alloc;
 pub mod tui;
 pub mod ui;
