@@ -44,6 +44,9 @@ pub struct ProcPoint {
     pub dec_util: Option<u32>,
     pub cpu_pct: Option<f32>,
     pub rss: Option<u64>,
+    /// PyTorch allocator: bytes held by tensors, and reserved from the driver.
+    pub torch_allocated: Option<u64>,
+    pub torch_reserved: Option<u64>,
 }
 
 /// What does not change for a process.
@@ -71,6 +74,8 @@ pub struct ProcSeries {
     pub last_seen_ms: Millis,
     /// Highest memory ever seen (fast lane included), and when.
     pub peak: Option<(u64, Millis)>,
+    /// The newest PyTorch allocator figures, if the process publishes them.
+    pub torch: Option<Arc<crate::torch_alloc::AllocStats>>,
 }
 
 impl ProcSeries {
@@ -288,6 +293,16 @@ impl History {
                     dec_util: p.dec_util,
                     cpu_pct: p.cpu_pct,
                     rss: p.rss,
+                    torch_allocated: p
+                        .torch
+                        .as_ref()
+                        .and_then(|t| t.devices.first())
+                        .map(|d| d.allocated),
+                    torch_reserved: p
+                        .torch
+                        .as_ref()
+                        .and_then(|t| t.devices.first())
+                        .map(|d| d.reserved),
                 };
                 let series = self.procs.entry(id).or_insert_with(|| ProcSeries {
                     id,
@@ -305,7 +320,11 @@ impl History {
                     first_seen_ms: t_ms,
                     last_seen_ms: t_ms,
                     peak: None,
+                    torch: None,
                 });
+                if p.torch.is_some() {
+                    series.torch = p.torch.clone();
+                }
                 // Host facts can arrive a round late: fill what was missing.
                 if series.facts.command.is_none() && p.command.is_some() {
                     series.facts.user = p.user.clone();
@@ -443,6 +462,7 @@ impl History {
                     ns_pid: s.facts.ns_pid,
                     cpu_pct: p.cpu_pct,
                     rss: p.rss,
+                    torch: p.torch_reserved.and(s.torch.clone()),
                 })
             })
             .collect();

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Users};
 
-use crate::model::{Millis, ProcSample};
+use crate::model::{Millis, ProcSample, ProcessKey};
 use crate::sanitize;
 use crate::source::HostFacts;
+use crate::torch_alloc::{AllocStats, TorchAllocReader};
 
 /// This machine's host name, sanitised; "localhost" when unknown.
 pub fn hostname() -> String {
@@ -101,26 +102,76 @@ struct Known {
     ns_pid: Option<u32>,
 }
 
-/// Host facts from /proc through sysinfo, with per-process caching.
+/// Host facts from /proc through sysinfo, with per-process caching, and
+/// the PyTorch allocator figures of processes that publish them.
 pub struct ProcHost {
     system: Option<System>,
     users: Option<Users>,
     known: HashMap<u32, Known>,
+    torch: TorchAllocReader,
+    /// GPU index → UUID, to match a PyTorch device to NVML's.
+    uuids: Vec<String>,
+    /// (pid, gpu) → the per-GPU figures made from the file's `Arc`, reused
+    /// while the file has not changed.
+    torch_cache: HashMap<(u32, u32), (Arc<AllocStats>, Arc<AllocStats>)>,
 }
 
 impl Default for ProcHost {
     fn default() -> Self {
-        Self::new()
+        Self::new(Vec::new())
     }
 }
 
 impl ProcHost {
-    pub fn new() -> ProcHost {
+    /// `uuids`: the GPUs' UUIDs by index.
+    pub fn new(uuids: Vec<String>) -> ProcHost {
         ProcHost {
             system: System::new().ok(),
             users: Users::new_with_refreshed_list().ok(),
             known: HashMap::new(),
+            torch: TorchAllocReader::new(),
+            uuids,
+            torch_cache: HashMap::new(),
         }
+    }
+
+    /// Attaches each process's allocator figures for its GPU.
+    fn attach_torch(&mut self, procs: &mut [ProcSample]) {
+        let keys: Vec<ProcessKey> = procs
+            .iter()
+            .filter(|p| p.start_time > 0)
+            .map(|p| p.key())
+            .collect();
+        self.torch.update(&keys);
+        let mut fresh = HashMap::new();
+        for p in procs.iter_mut() {
+            let Some(stats) = self.torch.get(p.key()) else {
+                continue;
+            };
+            let Some(uuid) = self.uuids.get(p.gpu as usize) else {
+                continue;
+            };
+            let cached = self
+                .torch_cache
+                .get(&(p.pid, p.gpu))
+                .filter(|(src, _)| Arc::ptr_eq(src, stats))
+                .map(|(_, one)| one.clone());
+            let one = match cached {
+                Some(one) => one,
+                None => {
+                    let Some(dev) = stats.device_for(uuid) else {
+                        continue;
+                    };
+                    Arc::new(AllocStats {
+                        devices: vec![dev.clone()],
+                        ..(**stats).clone()
+                    })
+                }
+            };
+            fresh.insert((p.pid, p.gpu), (stats.clone(), one.clone()));
+            p.torch = Some(one);
+        }
+        self.torch_cache = fresh;
     }
 
     fn user_name(&mut self, uid: &sysinfo::Uid) -> Option<Arc<str>> {
@@ -216,6 +267,7 @@ impl HostFacts for ProcHost {
                 p.rss = Some(rss);
             }
         }
+        self.attach_torch(procs);
     }
 }
 
@@ -277,7 +329,7 @@ mod tests {
 
     #[test]
     fn our_own_process_gets_host_facts() {
-        let mut host = ProcHost::new();
+        let mut host = ProcHost::new(Vec::new());
         let me = std::process::id();
         let mut procs = [ProcSample {
             pid: me,
@@ -297,7 +349,7 @@ mod tests {
 
     #[test]
     fn a_vanished_pid_is_left_alone() {
-        let mut host = ProcHost::new();
+        let mut host = ProcHost::new(Vec::new());
         let mut procs = [ProcSample {
             pid: u32::MAX - 7,
             ..Default::default()

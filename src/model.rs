@@ -210,6 +210,11 @@ pub struct ProcSample {
     pub cpu_pct: Option<f32>,
     /// Host resident memory in bytes.
     pub rss: Option<u64>,
+    /// The PyTorch caching allocator's figures for this GPU, when the
+    /// process publishes them (`vramwatch_torch`); `devices` holds this
+    /// GPU's entry only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch: Option<Arc<crate::torch_alloc::AllocStats>>,
 }
 
 impl ProcSample {

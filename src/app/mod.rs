@@ -190,11 +190,6 @@ impl App {
         None
     }
 
-    /// The PyTorch allocator's figures for the drill-down (not wired yet).
-    pub fn allocator_lines(&self, _id: &ProcId) -> Option<Vec<ratatui::text::Line<'static>>> {
-        None
-    }
-
     /// The process table as shown.
     pub fn rows(&self) -> Vec<Row<'_>> {
         let Some(slot) = self.slot() else {

@@ -133,6 +133,10 @@ fn compare(a: &Row, b: &Row, column: Column) -> Ordering {
         Column::Memory | Column::MemoryPct => cmp_opt(a.mem(), b.mem()),
         Column::Trend => cmp_opt(a.rate, b.rate),
         Column::Peak => cmp_opt(a.series.peak.map(|p| p.0), b.series.peak.map(|p| p.0)),
+        Column::Alloc => cmp_opt(
+            a.last.and_then(|p| p.torch_allocated),
+            b.last.and_then(|p| p.torch_allocated),
+        ),
         Column::Sm => cmp_opt(
             a.last.and_then(|p| p.sm_util),
             b.last.and_then(|p| p.sm_util),

@@ -213,6 +213,8 @@ pub enum Column {
     MemoryPct,
     Trend,
     Peak,
+    /// PyTorch allocator: allocated / reserved.
+    Alloc,
     Sm,
     Cpu,
     Rss,
@@ -221,7 +223,7 @@ pub enum Column {
 }
 
 impl Column {
-    pub const ALL: [Column; 14] = [
+    pub const ALL: [Column; 15] = [
         Column::Gpu,
         Column::Pid,
         Column::User,
@@ -231,6 +233,7 @@ impl Column {
         Column::MemoryPct,
         Column::Trend,
         Column::Peak,
+        Column::Alloc,
         Column::Sm,
         Column::Cpu,
         Column::Rss,
@@ -250,6 +253,7 @@ impl Column {
             Column::MemoryPct => "memory_pct",
             Column::Trend => "trend",
             Column::Peak => "peak",
+            Column::Alloc => "alloc",
             Column::Sm => "sm",
             Column::Cpu => "cpu",
             Column::Rss => "rss",

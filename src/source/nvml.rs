@@ -255,7 +255,9 @@ impl Source for NvmlSource {
     }
 
     fn host_facts(&self) -> Box<dyn HostFacts> {
-        Box::new(crate::host::ProcHost::new())
+        Box::new(crate::host::ProcHost::new(
+            self.info.gpus.iter().map(|g| g.uuid.clone()).collect(),
+        ))
     }
 }
 

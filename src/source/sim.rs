@@ -12,6 +12,7 @@ use crate::source::{
     FastReading, GpuProbe, HostFacts, NormalReading, ProbeError, ProcMem, ProcUtil, ProcUtilRead,
     SlowReading, Source, SourceError,
 };
+use crate::torch_alloc::{AllocStats, DeviceAlloc};
 
 /// Names accepted by `--demo [SCENARIO]`.
 pub const SCENARIOS: &[(&str, &str)] = &[
@@ -99,6 +100,8 @@ struct SimProc {
     busy: Busy,
     cpu_pct: f32,
     rss: u64,
+    /// Publishes PyTorch allocator figures (as `vramwatch_torch` would).
+    torch: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -480,7 +483,51 @@ impl SimWorld {
             s.container = p.container.map(Into::into);
             s.cpu_pct = Some(p.cpu_pct * (0.8 + 0.4 * n));
             s.rss = Some(p.rss);
+            if p.torch {
+                s.torch = self.torch_stats(s, t_ms, t - inc.born);
+            }
         }
+    }
+
+    /// Allocator figures for a simulated PyTorch process: the context and
+    /// 12 MiB of other libraries outside the cache, tensors at 70–90 % of
+    /// the cache, a fragmenting cache, a retry every 40 s.
+    fn torch_stats(
+        &self,
+        s: &ProcSample,
+        t_ms: Millis,
+        age: f64,
+    ) -> Option<std::sync::Arc<AllocStats>> {
+        let mem = s.mem?;
+        let reserved = mem.saturating_sub(512 * MIB);
+        let phase = noise(self.seed, s.pid as u64 ^ 0x7a, (age * 2.0) as u64);
+        let allocated = (reserved as f64 * (0.70 + 0.2 * phase)) as u64 / (2 * MIB) * (2 * MIB);
+        let uuid = self.info.gpus.get(s.gpu as usize).map(|g| g.uuid.clone());
+        Some(std::sync::Arc::new(AllocStats {
+            schema: 1,
+            pid: s.pid,
+            start_time: Some(s.start_time),
+            t_ms,
+            seq: (age * 2.0) as u64,
+            interval_ms: 500,
+            writer: Some("sim".into()),
+            torch_version: Some("sim".into()),
+            cuda_initialized: true,
+            devices: vec![DeviceAlloc {
+                index: 0,
+                uuid,
+                allocated,
+                reserved,
+                active: allocated,
+                inactive_split: reserved / 100 * 27,
+                allocated_peak: reserved / 100 * 93,
+                reserved_peak: reserved.max(mem.saturating_sub(512 * MIB)),
+                num_alloc_retries: (age / 40.0) as u64,
+                largest_free: Some((reserved - allocated) / 5),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }))
     }
 
     /// The snapshot of the whole node at `t_ms` (all lanes), for tests and
@@ -643,6 +690,7 @@ fn proc(
         busy,
         cpu_pct: 100.0,
         rss: 3 * GIB,
+        torch: false,
     }
 }
 
@@ -675,6 +723,7 @@ fn demo() -> Built {
         );
         t.cpu_pct = 160.0;
         t.rss = 11 * GIB;
+        t.torch = true;
         p.push(t);
     }
     // GPU 1: a steady job and a leak that runs into OOM and is restarted.
@@ -785,6 +834,7 @@ fn training() -> Built {
     );
     t.cpu_pct = 160.0;
     t.rss = 11 * GIB;
+    t.torch = true;
     (1, gpus(1), vec![t])
 }
 

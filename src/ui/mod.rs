@@ -1,6 +1,7 @@
 //! Drawing: `draw(frame, &App)` lays out the current screen; every part is
 //! a widget over `&App` (no state is changed while drawing, nothing blocks).
 
+pub mod allocator;
 pub mod chart;
 pub mod dialog;
 pub mod events;

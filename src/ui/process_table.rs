@@ -27,6 +27,7 @@ fn spec(c: Column) -> (u16, u8) {
         Column::MemoryPct => (5, 5),
         Column::Trend => (12, 2),
         Column::Peak => (7, 4),
+        Column::Alloc => (13, 7),
         Column::Sm => (4, 3),
         Column::Cpu => (5, 6),
         Column::Rss => (7, 6),
@@ -46,6 +47,7 @@ pub fn title(c: Column) -> &'static str {
         Column::MemoryPct => "MEM%",
         Column::Trend => "TREND",
         Column::Peak => "PEAK",
+        Column::Alloc => "ALLOC/RESV",
         Column::Sm => "SM%",
         Column::Cpu => "CPU%",
         Column::Rss => "RSS",
@@ -134,6 +136,15 @@ fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
             (s, Some(st))
         }
         Column::Peak => (r.series.peak.map_or("".into(), |p| bytes_short(p.0)), None),
+        Column::Alloc => (
+            r.series
+                .torch
+                .as_ref()
+                .and_then(|t| t.devices.first())
+                .filter(|_| !r.exited)
+                .map_or(String::new(), |d| d.short_label()),
+            None,
+        ),
         Column::Sm => (
             last.and_then(|p| p.sm_util)
                 .map_or("N/A".into(), |u| u.to_string()),
@@ -168,6 +179,7 @@ fn right_aligned(c: Column) -> bool {
             | Column::Memory
             | Column::MemoryPct
             | Column::Peak
+            | Column::Alloc
             | Column::Sm
             | Column::Cpu
             | Column::Rss

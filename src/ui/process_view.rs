@@ -64,12 +64,20 @@ impl Widget for &ProcessView<'_> {
             .title(Line::from(state).right_aligned());
         let inner = block.inner(area);
         block.render(area, buf);
-        let [facts_a, chart_a, stats_a] = Layout::vertical([
+        let torch = s.torch.is_some();
+        let [facts_a, charts_a, stats_a, alloc_a] = Layout::vertical([
             Constraint::Length(4),
             Constraint::Min(6),
-            Constraint::Length(4),
+            Constraint::Length(2),
+            Constraint::Length(if torch { 5 } else { 0 }),
         ])
         .areas(inner);
+        let [chart_a, alloc_chart_a] = if torch {
+            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+                .areas(charts_a)
+        } else {
+            [charts_a, Rect::default()]
+        };
 
         // Facts.
         let start_ms = if self.id.key.start_time > 0 {
@@ -220,12 +228,21 @@ impl Widget for &ProcessView<'_> {
             Span::styled("  RSS ", t.label),
             Span::raw(p.and_then(|p| p.rss).map_or("N/A".into(), bytes_short)),
         ];
-        let mut lines = vec![Line::from(l1), Line::from(l2)];
-        if let Some(alloc) = app.allocator_lines(&self.id) {
-            lines.extend(alloc);
+        Paragraph::new(vec![Line::from(l1), Line::from(l2)]).render(stats_a, buf);
+        if torch {
+            (&crate::ui::allocator::AllocatorChart {
+                app,
+                series: s,
+                slot,
+            })
+                .render(alloc_chart_a, buf);
+            (&crate::ui::allocator::AllocatorFigures {
+                app,
+                series: s,
+                slot,
+                nvml_bytes: p.and_then(|p| p.mem),
+            })
+                .render(alloc_a, buf);
         }
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .render(stats_a, buf);
     }
 }

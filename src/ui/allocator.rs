@@ -1,0 +1,158 @@
+//! The PyTorch allocator part of the drill-down: allocated vs reserved over
+//! time, the cache's figures, and advice drawn from them.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
+
+use crate::app::App;
+use crate::history::ProcSeries;
+use crate::model::units::{GIB, bytes_short};
+use crate::torch_alloc::{AllocStats, advice};
+use crate::ui::chart::{Series, TimeChart};
+use crate::ui::process_view::window_points;
+
+/// Allocated and reserved over the last `span` slots, as a chart.
+pub struct AllocatorChart<'a> {
+    pub app: &'a App,
+    pub series: &'a ProcSeries,
+    pub slot: u64,
+}
+
+impl Widget for &AllocatorChart<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let app = self.app;
+        let t = &app.theme;
+        let span = (area.width as u64 * 2).max(60);
+        let gib = |b: u64| b as f64 / GIB as f64;
+        let reserved = window_points(app, self.series, self.slot, span, |p| {
+            p.torch_reserved.map(gib)
+        });
+        let allocated = window_points(app, self.series, self.slot, span, |p| {
+            p.torch_allocated.map(gib)
+        });
+        let span_s = reserved.first().map_or(60.0, |p| -p.0).max(10.0);
+        let label = |v: f64| format!("{v:.1}G");
+        TimeChart {
+            title: "PyTorch allocator".into(),
+            series: vec![
+                Series {
+                    name: "reserved".into(),
+                    style: t.chart_c,
+                    points: reserved,
+                    dots: false,
+                },
+                Series {
+                    name: "allocated".into(),
+                    style: t.chart_a,
+                    points: allocated,
+                    dots: false,
+                },
+            ],
+            span_s,
+            y_max: None,
+            y_label: &label,
+            theme: t,
+        }
+        .render(area, buf);
+    }
+}
+
+/// Whether other processes share the process's GPU at `slot`.
+fn shared_gpu(app: &App, s: &ProcSeries, slot: u64) -> bool {
+    app.history
+        .processes()
+        .any(|o| o.id != s.id && o.id.gpu == s.id.gpu && o.at(slot).is_some())
+}
+
+/// The lines of figures and advice (empty when the process publishes none).
+pub fn lines(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let Some(stats) = s.torch.as_deref() else {
+        return Vec::new();
+    };
+    let Some(d) = stats.devices.first() else {
+        return vec![Line::from(Span::styled(
+            "PyTorch allocator: the process has not used this GPU yet",
+            t.dim,
+        ))];
+    };
+    let age = app.now_ms.saturating_sub(stats.t_ms) as f64 / 1000.0;
+    let fresh = if stats.is_stale(app.now_ms) {
+        Span::styled(format!(" (stale: {age:.0} s old)"), t.warn)
+    } else {
+        Span::styled(format!(" ({age:.1} s ago)"), t.dim)
+    };
+    let mut out = vec![
+        Line::from(vec![
+            Span::styled("allocated ", t.label),
+            Span::raw(bytes_short(d.allocated)),
+            Span::styled("  reserved ", t.label),
+            Span::raw(bytes_short(d.reserved)),
+            Span::styled("  cached free ", t.label),
+            Span::raw(bytes_short(d.cached_free())),
+            Span::styled("  releasable ", t.label),
+            Span::raw(bytes_short(d.releasable())),
+            Span::styled("  fragmentation ", t.label),
+            Span::raw(
+                d.fragmentation()
+                    .map_or("N/A".into(), |f| format!("{:.0}%", f * 100.0)),
+            ),
+            Span::styled("  largest free block ", t.label),
+            Span::raw(d.largest_free.map_or("N/A".into(), bytes_short)),
+            fresh,
+        ]),
+        Line::from(vec![
+            Span::styled("retries ", t.label),
+            Span::styled(
+                d.num_alloc_retries.to_string(),
+                if d.num_alloc_retries > 0 {
+                    t.warn
+                } else {
+                    t.text
+                },
+            ),
+            Span::styled("  OOMs ", t.label),
+            Span::styled(
+                d.num_ooms.to_string(),
+                if d.num_ooms > 0 { t.crit } else { t.text },
+            ),
+            Span::styled("  peak allocated ", t.label),
+            Span::raw(bytes_short(d.allocated_peak)),
+            Span::styled("  peak reserved ", t.label),
+            Span::raw(bytes_short(d.reserved_peak)),
+            Span::styled("  outside the allocator ", t.label),
+            Span::raw(nvml_bytes.map_or("N/A".into(), |b| bytes_short(d.outside_allocator(b)))),
+            Span::styled("  PYTORCH_CUDA_ALLOC_CONF ", t.label),
+            Span::raw(stats.alloc_conf.clone().unwrap_or_else(|| "(unset)".into())),
+        ]),
+    ];
+    for a in advice_for(stats, shared_gpu(app, s, slot)) {
+        out.push(Line::from(vec![
+            Span::styled("advice ", t.warn),
+            Span::raw(a),
+        ]));
+    }
+    out
+}
+
+fn advice_for(stats: &AllocStats, shared: bool) -> Vec<String> {
+    advice(stats, shared)
+}
+
+/// The figures as a paragraph.
+pub struct AllocatorFigures<'a> {
+    pub app: &'a App,
+    pub series: &'a ProcSeries,
+    pub slot: u64,
+    pub nvml_bytes: Option<u64>,
+}
+
+impl Widget for &AllocatorFigures<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        Paragraph::new(lines(self.app, self.series, self.slot, self.nvml_bytes))
+            .wrap(Wrap { trim: false })
+            .render(area, buf);
+    }
+}
