@@ -165,6 +165,8 @@ struct ProcRow {
     id: ProcId,
     labels: String,
     mem: Option<u64>,
+    /// PyTorch allocator figures on this GPU, when published.
+    torch: Option<crate::torch_alloc::DeviceAlloc>,
 }
 
 /// Label sets of one snapshot, escaped once and shared by every family.
@@ -246,6 +248,7 @@ impl Labels {
                     id: (p.gpu, p.pid, p.start_time),
                     labels: l,
                     mem,
+                    torch: p.torch.as_ref().and_then(|t| t.devices.first().cloned()),
                 }
             })
             .collect();
@@ -475,6 +478,27 @@ impl Body<'_> {
         for r in &self.labels.procs {
             fam.maybe(&r.labels, r.mem.map(Value::Int));
         }
+        // vramwatch_torch_*: processes that publish their allocator figures.
+        if self.labels.procs.iter().all(|r| r.torch.is_none()) {
+            return;
+        }
+        let values: Vec<_> = self
+            .labels
+            .procs
+            .iter()
+            .filter_map(|r| Some((r, crate::torch_alloc::metric_values(r.torch.as_ref()?))))
+            .collect();
+        for (i, def) in crate::torch_alloc::METRICS.iter().enumerate() {
+            let kind = if def.kind == "counter" {
+                Kind::Counter
+            } else {
+                Kind::Gauge
+            };
+            let mut fam = Family::new(out, def.name, kind, def.help);
+            for (r, v) in &values {
+                fam.maybe(&r.labels, v[i].map(Value::Float));
+            }
+        }
     }
 
     fn extra(&self, out: &mut String, x: &Extra) {
@@ -665,6 +689,35 @@ mod tests {
         .render();
         text.push_str(&render_peaks(&labels, &Peaks::of(snap)));
         text
+    }
+
+    #[test]
+    fn pytorch_allocator_figures_become_vramwatch_torch_metrics() {
+        let (sys, snap) = demo();
+        let text = render(&sys, &snap, None);
+        let torch: Vec<_> = snap.procs.iter().filter(|p| p.torch.is_some()).collect();
+        assert!(
+            !torch.is_empty(),
+            "the demo's training ranks publish figures"
+        );
+        let alloc = samples(&text, "vramwatch_torch_allocated_bytes");
+        assert_eq!(alloc.len(), torch.len());
+        for p in torch {
+            let d = &p.torch.as_ref().unwrap().devices[0];
+            let want = format!("pid=\"{}\"", p.pid);
+            let (_, v) = alloc
+                .iter()
+                .find(|(s, _)| s.contains(&want))
+                .expect("series per process");
+            assert_eq!(v.parse::<f64>().unwrap(), d.allocated as f64);
+        }
+        assert!(text.contains("# TYPE vramwatch_torch_alloc_retries_total counter"));
+        // No publisher, no family.
+        let mut plain = snap.clone();
+        for p in &mut plain.procs {
+            p.torch = None;
+        }
+        assert!(!render(&sys, &plain, None).contains("vramwatch_torch_"));
     }
 
     /// `name{labels} value` lines whose name is `name` exactly.
