@@ -445,7 +445,7 @@ sys.stdin.read()
         ..Default::default()
     }];
     use vramwatch::source::HostFacts;
-    vramwatch::host::ProcHost::new().enrich(0, &mut procs);
+    vramwatch::host::ProcHost::new(Vec::new()).enrich(0, &mut procs);
     let key = procs[0].key();
     assert!(key.start_time > 0);
 
