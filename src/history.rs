@@ -136,6 +136,11 @@ impl History {
         }
     }
 
+    /// An empty History with the same settings.
+    pub fn cleared(&self) -> History {
+        History::new(self.cap, self.interval_ms, self.exited_keep_ms)
+    }
+
     pub fn capacity(&self) -> usize {
         self.cap
     }

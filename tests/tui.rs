@@ -8,7 +8,7 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Modifier;
 
-use vramwatch::app::{App, Event, Mode, Playback, fixture};
+use vramwatch::app::{App, Event, Mode, fixture};
 use vramwatch::config::{Config, Theme as ThemeName};
 use vramwatch::ui::theme::{Depth, Theme};
 
@@ -140,20 +140,12 @@ fn confirm_dialog_filter_events_and_replay_screens() {
     insta::assert_snapshot!("events_120x40", text(&render(&app)));
 
     let (system, snaps) = fixture::snapshots("demo", 1, 120, "me");
-    let mut app = App::new(
-        Config::default(),
-        system,
-        Mode::Replay(Playback {
-            playing: false,
-            speed: 4,
-        }),
-        "me".into(),
-    );
+    let timeline = vramwatch::app::replay::VecTimeline(snaps);
+    let mut app = App::replaying_from(Config::default(), system, Box::new(timeline), "me".into());
     app.clock = vramwatch::app::Clock::Utc;
     app.update(Event::Resize(120, 40));
-    for s in &snaps {
-        app.on_snapshot(s);
-    }
+    key(&mut app, KeyCode::Char('+'));
+    key(&mut app, KeyCode::Char('+'));
     for _ in 0..30 {
         key(&mut app, KeyCode::Right);
     }

@@ -4,6 +4,7 @@
 pub mod action;
 pub mod event;
 pub mod fixture;
+pub mod replay;
 pub mod rows;
 pub mod view;
 
@@ -113,6 +114,8 @@ pub struct App {
     pub recording: Option<RecordingState>,
     pub detail: Detail,
     pub theme: crate::ui::theme::Theme,
+    /// The recording being replayed and what of it is loaded.
+    pub replay: Option<replay::Replay>,
     /// Newest sample time seen (live) or the recording's end (replay).
     pub now_ms: Millis,
     pub quit: bool,
@@ -145,9 +148,82 @@ impl App {
             recording: None,
             detail: Detail::default(),
             theme,
+            replay: None,
             now_ms: 0,
             quit: false,
         }
+    }
+
+    /// An App over a recording, at its start, paused.
+    pub fn replaying_from(
+        config: Config,
+        system: Arc<SystemInfo>,
+        timeline: Box<dyn replay::Timeline>,
+        me: String,
+    ) -> App {
+        let mut app = App::new(
+            config,
+            system,
+            Mode::Replay(Playback {
+                playing: false,
+                speed: 1,
+            }),
+            me,
+        );
+        app.events = timeline.events().into();
+        let r = replay::Replay::new(timeline);
+        app.now_ms = r.span().map_or(0, |s| s.1);
+        app.replay = Some(r);
+        app.seek(0);
+        app
+    }
+
+    /// Shows recording position `target`, loading what History lacks.
+    fn seek(&mut self, target: usize) {
+        let Some(r) = self.replay.as_mut() else {
+            return;
+        };
+        if r.is_empty() {
+            return;
+        }
+        let target = target.min(r.len() - 1);
+        let loaded = !self.history.is_empty();
+        if !(loaded && target >= r.lo && target <= r.hi) {
+            let (from, fresh) = if loaded && target > r.hi && target - r.hi <= replay::STEP_LOAD {
+                (r.hi + 1, false)
+            } else {
+                (target.saturating_sub(replay::PRELOAD), true)
+            };
+            if fresh {
+                self.history = self.history.cleared();
+                r.lo = from;
+            }
+            for i in from..=target {
+                match r.timeline.get(i) {
+                    Some(s) => self.history.push(&s),
+                    None => r.unreadable += 1,
+                }
+            }
+            r.hi = target;
+            // Keep `lo` honest once History has evicted the oldest slots.
+            if let Some(t) = self.history.time_at(self.history.first_slot()) {
+                r.lo = r.lo.max(r.timeline.position_at(t));
+            }
+        }
+        r.pos = target;
+        let t = r.timeline.time(target);
+        self.view.cursor = self.history.slot_at_time(t);
+        if target + 1 == r.len()
+            && let Mode::Replay(p) = &mut self.mode
+        {
+            p.playing = false;
+        }
+        self.fix_selection();
+    }
+
+    /// (position, length) of the replay.
+    pub fn replay_position(&self) -> Option<(usize, usize)> {
+        self.replay.as_ref().map(|r| (r.pos, r.len()))
     }
 
     // ---- derived state --------------------------------------------------
@@ -237,7 +313,11 @@ impl App {
             }
             Event::Snapshot(s) => self.on_snapshot(&s),
             Event::PlayTick => {
-                self.step(1);
+                if let Some(pos) = self.replay.as_ref().map(|r| r.pos) {
+                    self.seek(pos + 1);
+                } else {
+                    self.step(1);
+                }
                 None
             }
             Event::Outcome(o) => {
@@ -350,8 +430,13 @@ impl App {
         self.keep_selection_visible();
     }
 
-    /// Moves the time cursor by `delta` slots (pausing live mode).
+    /// Moves the time cursor by `delta` slots (pausing live mode); in a
+    /// replay, by `delta` snapshots of the recording.
     fn step(&mut self, delta: i64) {
+        if let Some(pos) = self.replay.as_ref().map(|r| r.pos) {
+            self.seek((pos as i64 + delta).max(0) as usize);
+            return;
+        }
         let Some(last) = self.history.last_slot() else {
             return;
         };
@@ -375,23 +460,31 @@ impl App {
         self.fix_selection();
     }
 
-    /// The slot of the nearest event before (`dir < 0`) or after the cursor.
-    fn event_slot(&self, forward: bool) -> Option<u64> {
+    /// Jumps to the nearest event before or after the time shown.
+    fn jump_to_event(&mut self, forward: bool) -> bool {
         let cur = self.shown_ms();
+        let times = self.events.iter().map(|e| e.t_ms);
         let t = if forward {
-            self.events
-                .iter()
-                .map(|e| e.t_ms)
-                .filter(|&t| t > cur)
-                .min()
+            times.filter(|&t| t > cur).min()
         } else {
-            self.events
-                .iter()
-                .map(|e| e.t_ms)
-                .filter(|&t| t < cur)
-                .max()
-        }?;
-        self.history.slot_at_time(t)
+            times.filter(|&t| t < cur).max()
+        };
+        let Some(t) = t else { return false };
+        if let Some(r) = &self.replay {
+            let target = r.timeline.position_at(t);
+            self.seek(target);
+            if let Mode::Replay(p) = &mut self.mode {
+                p.playing = false;
+            }
+            return true;
+        }
+        match self.history.slot_at_time(t) {
+            Some(s) => {
+                self.jump_to(s);
+                true
+            }
+            None => false,
+        }
     }
 
     fn on_mouse(&mut self, m: crossterm::event::MouseEvent) -> Option<Action> {
@@ -541,14 +634,10 @@ impl App {
             Intent::Last => self.move_selection(isize::MAX / 2),
             Intent::Home | Intent::End => {
                 let home = intent == Intent::Home;
-                if self.replaying() {
-                    let target = if home {
-                        Some(self.history.first_slot())
-                    } else {
-                        self.history.last_slot()
-                    };
-                    if let Some(t) = target {
-                        self.jump_to(t);
+                if let Some(len) = self.replay.as_ref().map(|r| r.len()) {
+                    self.seek(if home { 0 } else { len.saturating_sub(1) });
+                    if let Mode::Replay(p) = &mut self.mode {
+                        p.playing = false;
                     }
                 } else {
                     self.move_selection(if home { isize::MIN / 2 } else { isize::MAX / 2 });
@@ -616,12 +705,14 @@ impl App {
             }
             Intent::Pause => match &mut self.mode {
                 Mode::Replay(p) => {
-                    if !p.playing && self.view.cursor == self.history.last_slot() {
+                    let playing = p.playing;
+                    let at_end = self.replay.as_ref().is_some_and(|r| r.pos + 1 >= r.len());
+                    if !playing && at_end {
                         // At the end: play from the start again.
-                        self.view.cursor = Some(self.history.first_slot());
+                        self.seek(0);
                     }
                     if let Mode::Replay(p) = &mut self.mode {
-                        p.playing = !p.playing;
+                        p.playing = !playing;
                     }
                 }
                 Mode::Live => {
@@ -650,9 +741,8 @@ impl App {
                 }
             }
             Intent::PrevEvent | Intent::NextEvent => {
-                match self.event_slot(intent == Intent::NextEvent) {
-                    Some(s) => self.jump_to(s),
-                    None => self.say("no more events that way".into(), true),
+                if !self.jump_to_event(intent == Intent::NextEvent) {
+                    self.say("no more events that way".into(), true);
                 }
             }
             Intent::Faster | Intent::Slower => {

@@ -228,28 +228,29 @@ fn record_key_asks_the_runtime() {
 #[test]
 fn replay_navigation() {
     let (system, snaps) = fixture::snapshots("demo", 1, 120, "me");
-    let mut app = App::new(
-        Config::default(),
-        system,
-        Mode::Replay(Playback {
-            playing: false,
-            speed: 1,
-        }),
-        "me".into(),
-    );
-    for s in &snaps {
-        app.on_snapshot(s);
-    }
-    assert_eq!(app.slot(), Some(0), "replay opens at the start");
+    let t0 = snaps[0].t_ms;
+    let timeline = replay::VecTimeline(snaps);
+    let mut app = App::replaying_from(Config::default(), system, Box::new(timeline), "me".into());
+    let pos = |app: &App| app.replay_position().unwrap().0;
+    assert_eq!(pos(&app), 0, "replay opens at the start");
+    assert_eq!(app.shown_ms(), t0);
+    assert!(app.events.len() > 3, "the recording's events are all there");
     key(&mut app, KeyCode::End);
-    assert_eq!(app.slot(), Some(119));
+    assert_eq!(pos(&app), 119);
+    assert_eq!(app.shown_ms(), t0 + 119_000);
+    assert_eq!(
+        app.history.len(),
+        120,
+        "a short step forward loads the snapshots between"
+    );
     key(&mut app, KeyCode::Home);
-    assert_eq!(app.slot(), Some(0));
+    assert_eq!(pos(&app), 0);
     // Play advances on ticks; speed doubles and halves within 1..=64.
     ch(&mut app, ' ');
     app.update(Event::PlayTick);
     app.update(Event::PlayTick);
-    assert_eq!(app.slot(), Some(2));
+    assert_eq!(pos(&app), 2);
+    assert_eq!(app.shown_ms(), t0 + 2000);
     for _ in 0..10 {
         ch(&mut app, '+');
     }
@@ -268,13 +269,22 @@ fn replay_navigation() {
         app.mode,
         Mode::Replay(Playback { playing: false, .. })
     ));
-    assert_eq!(app.slot(), Some(3));
-    // Jump to the next event: the short job's start at 20 s.
+    assert_eq!(pos(&app), 3);
+    key(&mut app, KeyCode::Left);
+    key(&mut app, KeyCode::Left);
+    assert_eq!(pos(&app), 1);
+    // Jump from event to event, and back.
     ch(&mut app, ']');
-    let t = app.shown_ms();
-    assert!(app.events.iter().any(|e| e.t_ms == t), "cursor on an event");
+    let t1 = app.shown_ms();
+    assert!(
+        app.events.iter().any(|e| e.t_ms == t1),
+        "cursor on an event"
+    );
+    ch(&mut app, ']');
+    let t2 = app.shown_ms();
+    assert!(t2 > t1 && app.events.iter().any(|e| e.t_ms == t2));
     ch(&mut app, '[');
-    assert!(app.shown_ms() < t);
+    assert_eq!(app.shown_ms(), t1);
     // No recording or signals in a replay.
     assert_eq!(ch(&mut app, 'r'), None);
     ch(&mut app, 'K');
@@ -325,4 +335,54 @@ fn resizing_keeps_the_selection_visible() {
     let h = app.table_height();
     let sel = app.selected_index(&app.rows()).unwrap();
     assert!(sel >= app.view.offset && sel < app.view.offset + h);
+}
+
+#[test]
+fn replay_plays_to_the_end_and_stops_then_space_restarts() {
+    let (system, snaps) = fixture::snapshots("idle", 1, 10, "me");
+    let mut app = App::replaying_from(
+        Config::default(),
+        system,
+        Box::new(replay::VecTimeline(snaps)),
+        "me".into(),
+    );
+    ch(&mut app, ' ');
+    for _ in 0..20 {
+        app.update(Event::PlayTick);
+    }
+    assert_eq!(app.replay_position(), Some((9, 10)));
+    assert_eq!(
+        app.mode,
+        Mode::Replay(Playback {
+            playing: false,
+            speed: 1
+        })
+    );
+    ch(&mut app, ' ');
+    assert_eq!(app.replay_position(), Some((0, 10)));
+    assert!(matches!(
+        app.mode,
+        Mode::Replay(Playback { playing: true, .. })
+    ));
+}
+
+#[test]
+fn a_long_jump_loads_a_window_not_the_file() {
+    let (system, snaps) = fixture::snapshots("idle", 1, 2000, "me");
+    let mut app = App::replaying_from(
+        Config::default(),
+        system,
+        Box::new(replay::VecTimeline(snaps)),
+        "me".into(),
+    );
+    key(&mut app, KeyCode::End);
+    assert_eq!(app.replay_position(), Some((1999, 2000)));
+    assert_eq!(app.history.len(), replay::PRELOAD + 1);
+    // Stepping back within the window moves only the cursor.
+    key(&mut app, KeyCode::Left);
+    assert_eq!(app.history.len(), replay::PRELOAD + 1);
+    assert_eq!(app.replay_position(), Some((1998, 2000)));
+    // Back to the start: a fresh window again.
+    key(&mut app, KeyCode::Home);
+    assert_eq!(app.history.len(), 1);
 }

@@ -54,10 +54,9 @@ impl Widget for &HeaderBar<'_> {
         match app.mode {
             Mode::Replay(p) => {
                 let state = if p.playing { "▶" } else { "❚❚" };
-                let start = app.history.first_slot();
-                let pos = app.slot().unwrap_or(start).saturating_sub(start);
+                let (pos, len) = app.replay_position().unwrap_or((0, 0));
                 right.push(Span::styled(
-                    format!("{state} {}× {}/{}", p.speed, pos + 1, app.history.len()),
+                    format!("{state} {}× {}/{}", p.speed, pos + 1, len),
                     t.paused,
                 ));
                 right.push(Span::raw("  "));

@@ -27,13 +27,14 @@ impl Widget for &Timeline<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
         let t = &app.theme;
-        let (Some(first_t), Some(last)) = (
-            app.history.time_at(app.history.first_slot()),
-            app.history.last_slot(),
-        ) else {
+        let span = app.replay.as_ref().and_then(|r| r.span()).or_else(|| {
+            let first = app.history.time_at(app.history.first_slot())?;
+            let last = app.history.time_at(app.history.last_slot()?)?;
+            Some((first, last))
+        });
+        let Some((first_t, last_t)) = span else {
             return;
         };
-        let last_t = app.history.time_at(last).unwrap_or(first_t);
         let (playing, speed) = match app.mode {
             Mode::Replay(p) => (p.playing, p.speed),
             Mode::Live => (false, 1),
