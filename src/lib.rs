@@ -4,6 +4,7 @@
 //! [`sampler`] on a schedule of lanes; each round becomes a
 //! [`model::Snapshot`] published to every consumer.
 
+pub mod analysis;
 pub mod app;
 pub mod cli;
 pub mod commands;

@@ -21,4 +21,6 @@ pub enum Action {
     Bell,
     /// Give the terminal back to the shell until `fg`.
     Suspend,
+    /// Alerts fired: ring the bell and run the hook, as configured.
+    Alerts(Vec<crate::analysis::Alert>),
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseEventKind};
 
+use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::config::keys::Action as Intent;
 use crate::config::{Column, Config};
 use crate::history::{History, ProcId, ProcSeries};
@@ -70,23 +71,60 @@ pub struct RecordingState {
     pub warning: Option<String>,
 }
 
+/// A forecast as shown: seconds from the time on screen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Eta {
+    pub low_s: f64,
+    pub eta_s: f64,
+    /// `None`: growth may stop before it is full.
+    pub high_s: Option<f64>,
+}
+
+impl Eta {
+    /// "~2m10s (1m58s–2m20s)", or "~2m10s (≥1m58s)" when it may not fill.
+    pub fn describe(&self) -> String {
+        use crate::model::units::duration_short as d;
+        let eta = d(self.eta_s.round() as u64);
+        let low = d(self.low_s.floor() as u64);
+        match self.high_s {
+            Some(h) => format!("~{eta} ({low}–{})", d(h.ceil() as u64)),
+            None => format!("~{eta} (≥{low})"),
+        }
+    }
+
+    /// Sure to be full within `secs`: even the latest end is sooner.
+    pub fn surely_within(&self, secs: f64) -> bool {
+        self.high_s.is_some_and(|h| h < secs)
+    }
+
+    fn of(f: &crate::analysis::Forecast, now_ms: Millis) -> Eta {
+        let age = now_ms.saturating_sub(f.made_ms) as f64 / 1000.0;
+        Eta {
+            low_s: (f.low_s - age).max(0.0),
+            eta_s: (f.eta_s - age).max(0.0),
+            high_s: f.high_s.map(|h| (h - age).max(0.0)),
+        }
+    }
+}
+
 /// What the analysis says about a GPU.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GpuInsight {
     /// Growth of used memory, bytes/s.
     pub rate_bps: f64,
-    /// Full in this many seconds (low, high), when growth is sustained.
-    pub full_in_s: Option<(f64, f64)>,
+    pub phase: &'static str,
+    /// When it will be full, when growth is sustained.
+    pub full_in: Option<Eta>,
 }
 
 /// What the analysis says about a process.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProcInsight {
     pub rate_bps: f64,
-    pub phase: String,
+    pub phase: &'static str,
     pub leak: bool,
-    /// Reaches the GPU's free memory in (low, high) seconds.
-    pub full_in_s: Option<(f64, f64)>,
+    /// When it reaches the GPU's free memory.
+    pub full_in: Option<Eta>,
 }
 
 /// Facts read on demand for the drill-down.
@@ -116,6 +154,10 @@ pub struct App {
     pub theme: crate::ui::theme::Theme,
     /// The recording being replayed and what of it is loaded.
     pub replay: Option<replay::Replay>,
+    /// Peaks, growth, phases, leaks, forecasts, alerts.
+    pub analysis: Analyzer,
+    /// The time of the last snapshot the analysis has seen.
+    analyzed_to: Option<Millis>,
     /// Newest sample time seen (live) or the recording's end (replay).
     pub now_ms: Millis,
     pub quit: bool,
@@ -133,6 +175,7 @@ impl App {
         }
         let theme =
             crate::ui::theme::Theme::new(config.display.theme, crate::ui::theme::Depth::TrueColor);
+        let analysis = Analyzer::new(&AnalysisConfig::from_config(&config));
         App {
             config,
             system,
@@ -149,6 +192,8 @@ impl App {
             detail: Detail::default(),
             theme,
             replay: None,
+            analysis,
+            analyzed_to: None,
             now_ms: 0,
             quit: false,
         }
@@ -196,6 +241,7 @@ impl App {
             };
             if fresh {
                 self.history = self.history.cleared();
+                self.analyzed_to = None;
                 r.lo = from;
             }
             for i in from..=target {
@@ -211,11 +257,11 @@ impl App {
             }
         }
         r.pos = target;
+        let at_end = target + 1 == r.len();
         let t = r.timeline.time(target);
         self.view.cursor = self.history.slot_at_time(t);
-        if target + 1 == r.len()
-            && let Mode::Replay(p) = &mut self.mode
-        {
+        self.sync_analysis();
+        if at_end && let Mode::Replay(p) = &mut self.mode {
             p.playing = false;
         }
         self.fix_selection();
@@ -255,15 +301,52 @@ impl App {
         self.proc_insight(&s.id).map(|i| i.rate_bps)
     }
 
-    /// The analysis of GPU `index` (not wired yet: the analysis module is
-    /// being built).
-    pub fn gpu_insight(&self, _index: usize) -> Option<GpuInsight> {
-        None
+    /// The analysis of GPU `index`, as of the newest sample analysed (live)
+    /// or the position shown (replay).
+    pub fn gpu_insight(&self, index: usize) -> Option<GpuInsight> {
+        let a = self.analysis.gpu(index as u32)?;
+        let now = self.analyzed_to.unwrap_or(self.now_ms);
+        Some(GpuInsight {
+            rate_bps: a.rate.map_or(0.0, |r| r.bps),
+            phase: a.phase.name(),
+            full_in: a.forecast.as_ref().map(|f| Eta::of(f, now)),
+        })
     }
 
-    /// The analysis of a process (not wired yet).
-    pub fn proc_insight(&self, _id: &ProcId) -> Option<ProcInsight> {
-        None
+    /// The analysis of a process on one GPU.
+    pub fn proc_insight(&self, id: &ProcId) -> Option<ProcInsight> {
+        let a = self.analysis.process(&id.key, id.gpu)?;
+        let now = self.analyzed_to.unwrap_or(self.now_ms);
+        Some(ProcInsight {
+            rate_bps: a.rate.map_or(0.0, |r| r.bps),
+            phase: a.phase.name(),
+            leak: a.leak.is_some(),
+            full_in: a.forecast.as_ref().map(|f| Eta::of(f, now)),
+        })
+    }
+
+    /// Brings the analysis to the slot on screen in a replay: forward from
+    /// where it was, or afresh over the loaded window before it.
+    fn sync_analysis(&mut self) {
+        let Some(slot) = self.slot() else { return };
+        let Some(t) = self.history.time_at(slot) else { return };
+        if self.analyzed_to == Some(t) {
+            return;
+        }
+        let from = match self.analyzed_to.and_then(|a| self.history.slot_at_time(a)) {
+            Some(done) if self.analyzed_to < Some(t) && done >= self.history.first_slot() => done + 1,
+            _ => {
+                self.analysis.reset();
+                self.history.first_slot()
+            }
+        };
+        for s in from..=slot {
+            if let Some(snap) = self.history.snapshot_at(s) {
+                // A replay's alerts are the recording's own events.
+                let _ = self.analysis.observe(&snap);
+            }
+        }
+        self.analyzed_to = Some(t);
     }
 
     /// The process table as shown.
@@ -359,22 +442,26 @@ impl App {
         }
     }
 
-    /// Adds a snapshot to History (live, or while loading a recording).
+    /// Adds a live snapshot: History, analysis, events; alerts go to the
+    /// runtime (bell, hook).
     pub fn on_snapshot(&mut self, s: &Snapshot) -> Option<Action> {
         self.history.push(s);
         self.now_ms = self.now_ms.max(s.t_ms);
-        for e in &s.events {
+        let alerts = self.analysis.observe(s);
+        self.analyzed_to = Some(s.t_ms);
+        let events = s.events.iter().cloned().chain(alerts.iter().map(|a| a.to_event()));
+        for e in events {
             if self.events.len() >= EVENTS_KEPT {
                 self.events.pop_front();
             }
-            self.events.push_back(e.clone());
+            self.events.push_back(e);
         }
         if let Some(c) = self.view.cursor {
             // Paused on a slot that history has since dropped.
             self.view.cursor = Some(c.max(self.history.first_slot()));
         }
         self.fix_selection();
-        None
+        (!alerts.is_empty()).then_some(Action::Alerts(alerts))
     }
 
     fn say(&mut self, text: String, ok: bool) {

@@ -108,6 +108,25 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
                 Action::Suspend => {
                     tui.suspend().context("suspending")?;
                 }
+                Action::Alerts(alerts) => {
+                    let a = &app.config.alerts;
+                    if a.bell {
+                        use std::io::Write;
+                        let mut out = std::io::stdout();
+                        let _ = out.write_all(b"\x07");
+                        let _ = out.flush();
+                    }
+                    if !a.command.is_empty() {
+                        for alert in &alerts {
+                            if let Err(e) = crate::analysis::run_hook(&a.command, alert) {
+                                queue.push(Event::Outcome(Outcome {
+                                    ok: false,
+                                    text: format!("alert command failed: {e}"),
+                                }));
+                            }
+                        }
+                    }
+                }
                 Action::Inspect(id) => queue.push(inspect(&app, id)),
                 Action::Signal { id, signal } => {
                     queue.push(Event::Outcome(send_signal(&app, id, signal)))

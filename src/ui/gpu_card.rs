@@ -314,25 +314,21 @@ impl Widget for &GpuCard<'_> {
         l4.push(Span::styled("procs ", t.label));
         l4.push(Span::raw(procs.to_string()));
         if let Some(ins) = app.gpu_insight(i) {
-            l4.push(Span::styled("  growth ", t.label));
-            l4.push(Span::styled(
-                rate_short(ins.rate_bps),
-                if ins.rate_bps > 0.0 { t.warn } else { t.text },
-            ));
-            if let Some((lo, hi)) = ins.full_in_s {
-                let sev = if lo < app.config.alerts.forecast_below.as_secs_f64() {
+            l4.push(Span::styled("  trend ", t.label));
+            let trend = match ins.phase {
+                "growing" | "shrinking" => format!("{} {}", ins.phase, rate_short(ins.rate_bps)),
+                p => p.to_string(),
+            };
+            l4.push(Span::styled(trend, if ins.phase == "growing" { t.warn } else { t.text }));
+            if let Some(eta) = ins.full_in {
+                let sev = if eta.surely_within(app.config.alerts.forecast_below.as_secs_f64()) {
                     Severity::Critical
                 } else {
                     Severity::Warn
                 };
-                l4.push(Span::styled("  full in ", t.label));
+                l4.push(Span::styled("  full in", t.label));
                 l4.extend(value(
-                    format!(
-                        "~{} ({}–{})",
-                        duration_short(((lo + hi) / 2.0) as u64),
-                        duration_short(lo as u64),
-                        duration_short(hi as u64)
-                    ),
+                    eta.describe(),
                     sev,
                     t,
                 ));
@@ -448,15 +444,15 @@ impl Widget for &GpuLine<'_> {
             tail.extend(value(format!("{}W", p / 1000), sev, t));
         }
         if let Some(ins) = app.gpu_insight(i) {
-            if ins.rate_bps.abs() >= 1.0 * MIB as f64 {
+            if matches!(ins.phase, "growing" | "shrinking") && ins.rate_bps.abs() >= MIB as f64 {
                 tail.push(Span::styled(
                     format!(" {}", rate_short(ins.rate_bps)),
                     t.warn,
                 ));
             }
-            if let Some((lo, hi)) = ins.full_in_s {
+            if let Some(eta) = ins.full_in {
                 tail.push(Span::styled(
-                    format!(" full~{}", duration_short(((lo + hi) / 2.0) as u64)),
+                    format!(" full~{}", duration_short(eta.eta_s.round() as u64)),
                     t.crit,
                 ));
             }

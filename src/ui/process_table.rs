@@ -102,16 +102,18 @@ pub fn trend(app: &App, r: &Row) -> (String, Style) {
     if r.exited {
         return ("exited".into(), t.exited);
     }
-    let leaking = app.proc_insight(&r.id()).is_some_and(|i| i.leak);
-    match r.rate {
-        Some(v) if v >= FLAT_BPS => {
-            let s = format!("▲{}", rate_short(v).trim_start_matches('+'));
-            let s = if leaking { format!("{s} LEAK") } else { s };
-            (s, if leaking { t.crit } else { t.warn })
-        }
-        Some(v) if v <= -FLAT_BPS => (format!("▼{}", rate_short(v).trim_start_matches('-')), t.ok),
-        Some(_) => ("─".into(), t.dim),
-        None => ("".into(), t.dim),
+    let Some(ins) = app.proc_insight(&r.id()) else {
+        return (String::new(), t.dim);
+    };
+    let v = ins.rate_bps;
+    // The phase decides the arrow (it has hysteresis); the rate is its size.
+    match ins.phase {
+        _ if ins.leak => (format!("▲{} LEAK", rate_short(v.max(0.0)).trim_start_matches('+')), t.crit),
+        "growing" if v >= FLAT_BPS => (format!("▲{}", rate_short(v).trim_start_matches('+')), t.warn),
+        "shrinking" if v <= -FLAT_BPS => (format!("▼{}", rate_short(v).trim_start_matches('-')), t.ok),
+        "volatile" => ("∿ swings".into(), t.dim),
+        "unknown" => (String::new(), t.dim),
+        _ => ("─".into(), t.dim),
     }
 }
 

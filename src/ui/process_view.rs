@@ -194,20 +194,13 @@ impl Widget for &ProcessView<'_> {
             l1.push(Span::styled("  growth ", t.label));
             l1.push(Span::raw(rate_short(ins.rate_bps)));
             l1.push(Span::styled("  phase ", t.label));
-            l1.push(Span::raw(ins.phase.clone()));
+            l1.push(Span::raw(ins.phase));
             if ins.leak {
                 l1.push(Span::styled("  LEAK suspected", t.crit));
             }
-            if let Some((lo, hi)) = ins.full_in_s {
-                l1.push(Span::styled("  hits GPU limit in ", t.label));
-                l1.push(Span::styled(
-                    format!(
-                        "{}–{}",
-                        duration_short(lo as u64),
-                        duration_short(hi as u64)
-                    ),
-                    t.crit,
-                ));
+            if let Some(eta) = ins.full_in {
+                l1.push(Span::styled("  fills the GPU in ", t.label));
+                l1.push(Span::styled(eta.describe(), t.crit));
             }
         }
         let pct = |v: Option<u32>| v.map_or("N/A".into(), |v| format!("{v}%"));

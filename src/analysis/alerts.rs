@@ -1,0 +1,500 @@
+//! Alerts: each fires once when its condition is crossed and re-arms only
+//! when the figure has clearly gone back (below the warn level, the
+//! forecast well past its limit, the GPU back on the bus), so a value
+//! hovering at a threshold rings once.
+//!
+//! | kind | fires when | re-arms when | severity |
+//! | --- | --- | --- | --- |
+//! | `memory_critical` | peak used % (fast-lane peak + reserved) ≥ memory crit | used % < memory warn | critical |
+//! | `forecast_full` | the forecast's latest end < `forecast_below` | no forecast, or its central estimate > 1.25 × `forecast_below` | warn |
+//! | `temperature_critical` | °C ≥ temperature crit | °C < temperature warn | critical |
+//! | `power_critical` | draw ≥ power crit % of the limit | < power warn % | warn |
+//! | `leak` | a process's leak flag is raised | the flag clears (its own hysteresis) | warn |
+//! | `gpu_lost` | the GPU's state becomes lost | the state is ok again | critical |
+//! | `xid` | every XID event in a snapshot | — | critical |
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::analysis::forecast::Forecast;
+use crate::analysis::leak::LeakFlag;
+use crate::config::{Level, Severity};
+use crate::model::units::{duration_short, rate_short};
+use crate::model::{Event, EventKind, GpuSample, GpuState, Millis, ProcSample};
+
+/// A forecast alert re-arms when the forecast is this many times its limit
+/// (or gone).
+pub const FORECAST_REARM: f64 = 1.25;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertKind {
+    GpuLost,
+    Xid,
+    MemoryCritical,
+    ForecastFull,
+    Leak,
+    TemperatureCritical,
+    PowerCritical,
+}
+
+impl AlertKind {
+    /// The name in `VRAMWATCH_ALERT_KIND` and in recordings.
+    pub fn name(self) -> &'static str {
+        match self {
+            AlertKind::GpuLost => "gpu_lost",
+            AlertKind::Xid => "xid",
+            AlertKind::MemoryCritical => "memory_critical",
+            AlertKind::ForecastFull => "forecast_full",
+            AlertKind::Leak => "leak",
+            AlertKind::TemperatureCritical => "temperature_critical",
+            AlertKind::PowerCritical => "power_critical",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Alert {
+    pub t_ms: Millis,
+    pub kind: AlertKind,
+    pub gpu: Option<u32>,
+    pub pid: Option<u32>,
+    #[serde(serialize_with = "severity_name")]
+    pub severity: Severity,
+    pub message: String,
+}
+
+fn severity_name<S: serde::Serializer>(s: &Severity, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(severity_str(*s))
+}
+
+/// "normal", "warn" or "critical".
+pub fn severity_str(s: Severity) -> &'static str {
+    match s {
+        Severity::Normal => "normal",
+        Severity::Warn => "warn",
+        Severity::Critical => "critical",
+    }
+}
+
+impl Alert {
+    /// The alert as a recording event (kind [`EventKind::Alert`]).
+    pub fn to_event(&self) -> Event {
+        Event {
+            t_ms: self.t_ms,
+            kind: EventKind::Alert,
+            gpu: self.gpu,
+            pid: self.pid,
+            message: format!(
+                "[{} {}] {}",
+                severity_str(self.severity),
+                self.kind.name(),
+                self.message
+            ),
+        }
+    }
+}
+
+impl From<&Alert> for Event {
+    fn from(a: &Alert) -> Event {
+        a.to_event()
+    }
+}
+
+/// Fires once on a crossing; re-arms on a separate condition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Latch {
+    fired: bool,
+}
+
+impl Latch {
+    pub fn fired(&self) -> bool {
+        self.fired
+    }
+
+    /// `over`: the condition holds now; `rearm`: the figure is clearly
+    /// back. Returns whether to fire.
+    pub fn step(&mut self, over: bool, rearm: bool) -> bool {
+        if !self.fired && over {
+            self.fired = true;
+            return true;
+        }
+        if self.fired && rearm && !over {
+            self.fired = false;
+        }
+        false
+    }
+}
+
+/// The levels the GPU alerts use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlertLevels {
+    pub memory: Level,
+    pub temperature: Level,
+    pub power: Level,
+    pub forecast_below: Duration,
+}
+
+/// The latches of one GPU.
+#[derive(Clone, Debug, Default)]
+pub struct GpuAlerts {
+    memory: Latch,
+    temperature: Latch,
+    power: Latch,
+    forecast: Latch,
+    lost: Latch,
+}
+
+impl GpuAlerts {
+    /// The alerts `g` (and its forecast) raise at `t_ms`.
+    pub fn check(
+        &mut self,
+        t_ms: Millis,
+        g: &GpuSample,
+        forecast: Option<&Forecast>,
+        lv: &AlertLevels,
+    ) -> Vec<Alert> {
+        let mut out = Vec::new();
+        let gpu = g.index;
+        let mut push = |kind, severity, message| {
+            out.push(Alert {
+                t_ms,
+                kind,
+                gpu: Some(gpu),
+                pid: None,
+                severity,
+                message,
+            })
+        };
+        let lost = g.state == GpuState::Lost;
+        if self.lost.step(lost, g.state == GpuState::Ok) {
+            push(
+                AlertKind::GpuLost,
+                Severity::Critical,
+                format!("GPU {gpu} is lost (fell off the bus or answers only with errors)"),
+            );
+        }
+        if lost {
+            return out;
+        }
+        if let Some(m) = g.mem
+            && m.total > 0
+        {
+            // Not `MemInfo::used_pct`: a corrupt reading may not add up.
+            let now = pct(m.used.saturating_add(m.reserved), m.total);
+            let peak_used = g.mem_peak.unwrap_or(m.used).max(m.used);
+            let peak = pct(peak_used.saturating_add(m.reserved), m.total);
+            if self
+                .memory
+                .step(peak >= lv.memory.crit, now < lv.memory.warn)
+            {
+                push(
+                    AlertKind::MemoryCritical,
+                    Severity::Critical,
+                    format!(
+                        "GPU {gpu} memory at {peak:.1}% (critical from {}%)",
+                        lv.memory.crit
+                    ),
+                );
+            }
+        }
+        if let Some(temp) = g.temp_c {
+            let t = temp as f64;
+            if self
+                .temperature
+                .step(t >= lv.temperature.crit, t < lv.temperature.warn)
+            {
+                push(
+                    AlertKind::TemperatureCritical,
+                    Severity::Critical,
+                    format!(
+                        "GPU {gpu} at {temp} °C (critical from {} °C)",
+                        lv.temperature.crit
+                    ),
+                );
+            }
+        }
+        if let (Some(p), Some(limit)) = (g.power_mw, g.power_limit_mw)
+            && limit > 0
+        {
+            let share = pct(p as u64, limit as u64);
+            if self
+                .power
+                .step(share >= lv.power.crit, share < lv.power.warn)
+            {
+                push(
+                    AlertKind::PowerCritical,
+                    Severity::Warn,
+                    format!(
+                        "GPU {gpu} drawing {:.0} W, {share:.0}% of its {:.0} W limit (critical from {}%)",
+                        p as f64 / 1000.0,
+                        limit as f64 / 1000.0,
+                        lv.power.crit
+                    ),
+                );
+            }
+        }
+        let below = lv.forecast_below.as_secs_f64();
+        // Only a confident forecast alerts: full within the limit even at
+        // the slow end of its range. (A start-up burst may forecast "~16 s"
+        // with a range out to minutes; it is shown, not rung.)
+        let soon = forecast.is_some_and(|f| f.high_s.is_some_and(|h| h < below));
+        let far = forecast.is_none_or(|f| f.eta_s > below * FORECAST_REARM);
+        if self.forecast.step(soon, far)
+            && let Some(f) = forecast
+        {
+            push(
+                AlertKind::ForecastFull,
+                Severity::Warn,
+                format!(
+                    "GPU {gpu} full in {} at {} ({} free)",
+                    f.label(),
+                    rate_short(f.rate.bps),
+                    crate::model::units::bytes_short(f.room.free)
+                ),
+            );
+        }
+        out
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// One alert per XID event.
+pub fn xid_alerts(events: &[Event]) -> impl Iterator<Item = Alert> + '_ {
+    events
+        .iter()
+        .filter(|e| e.kind == EventKind::Xid)
+        .map(|e| Alert {
+            t_ms: e.t_ms,
+            kind: AlertKind::Xid,
+            gpu: e.gpu,
+            pid: e.pid,
+            severity: Severity::Critical,
+            message: crate::sanitize::clean_capped(&e.message, 512),
+        })
+}
+
+/// The alert for a process whose leak flag was just raised.
+pub fn leak_alert(t_ms: Millis, p: &ProcSample, flag: &LeakFlag) -> Alert {
+    let age = t_ms.saturating_sub(flag.onset_ms) / 1000;
+    Alert {
+        t_ms,
+        kind: AlertKind::Leak,
+        gpu: Some(p.gpu),
+        pid: Some(p.pid),
+        severity: Severity::Warn,
+        message: format!(
+            "PID {} on GPU {} leaking {} for {}: {}",
+            p.pid,
+            p.gpu,
+            rate_short(flag.rate.bps),
+            duration_short(age),
+            crate::sanitize::clean_capped(p.label(), 200)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::slope::Rate;
+    use crate::model::MemInfo;
+
+    fn levels() -> AlertLevels {
+        AlertLevels {
+            memory: Level {
+                warn: 80.0,
+                crit: 95.0,
+            },
+            temperature: Level {
+                warn: 80.0,
+                crit: 90.0,
+            },
+            power: Level {
+                warn: 90.0,
+                crit: 98.0,
+            },
+            forecast_below: Duration::from_secs(300),
+        }
+    }
+
+    fn gpu_at(used_pct: u64) -> GpuSample {
+        GpuSample {
+            index: 2,
+            mem: Some(MemInfo {
+                used: used_pct,
+                reserved: 0,
+                free: 100 - used_pct,
+                total: 100,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn latch_fires_once_per_crossing() {
+        let mut l = Latch::default();
+        assert!(!l.step(false, true));
+        assert!(l.step(true, false));
+        assert!(!l.step(true, false));
+        // Hovering between warn and crit: still fired, no re-arm.
+        assert!(!l.step(false, false));
+        assert!(!l.step(true, false));
+        assert!(l.fired());
+        assert!(!l.step(false, true));
+        assert!(!l.fired());
+        assert!(l.step(true, false));
+    }
+
+    #[test]
+    fn memory_alert_fires_once_and_rearms_below_warn() {
+        let mut a = GpuAlerts::default();
+        let lv = levels();
+        let series = [50, 96, 97, 94, 96, 85, 96, 70, 99];
+        let fired: Vec<bool> = series
+            .iter()
+            .map(|&u| !a.check(0, &gpu_at(u), None, &lv).is_empty())
+            .collect();
+        assert_eq!(
+            fired,
+            [false, true, false, false, false, false, false, false, true]
+        );
+    }
+
+    #[test]
+    fn a_spike_between_samples_counts_for_memory() {
+        let mut a = GpuAlerts::default();
+        let mut g = gpu_at(60);
+        g.mem_peak = Some(97);
+        let v = a.check(7, &g, None, &levels());
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].kind, AlertKind::MemoryCritical);
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert!(v[0].message.contains("97.0%"), "{}", v[0].message);
+        let e = v[0].to_event();
+        assert_eq!(e.kind, EventKind::Alert);
+        assert_eq!((e.gpu, e.t_ms), (Some(2), 7));
+        assert!(e.message.starts_with("[critical memory_critical]"));
+    }
+
+    #[test]
+    fn temperature_power_and_lost() {
+        let mut a = GpuAlerts::default();
+        let lv = levels();
+        let mut g = gpu_at(10);
+        g.temp_c = Some(91);
+        g.power_mw = Some(690_000);
+        g.power_limit_mw = Some(700_000);
+        let kinds: Vec<_> = a.check(0, &g, None, &lv).iter().map(|x| x.kind).collect();
+        assert_eq!(
+            kinds,
+            [AlertKind::TemperatureCritical, AlertKind::PowerCritical]
+        );
+        assert!(a.check(1, &g, None, &lv).is_empty());
+        g.state = GpuState::Lost;
+        let v = a.check(2, &g, None, &lv);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].kind, AlertKind::GpuLost);
+        assert!(a.check(3, &g, None, &lv).is_empty());
+        // Stale is not back: no re-arm.
+        g.state = GpuState::Stale;
+        a.check(4, &g, None, &lv);
+        g.state = GpuState::Lost;
+        assert!(a.check(5, &g, None, &lv).is_empty());
+        g.state = GpuState::Ok;
+        a.check(6, &g, None, &lv);
+        g.state = GpuState::Lost;
+        assert_eq!(a.check(7, &g, None, &lv).len(), 1);
+        // A zero power limit is not a division by zero.
+        let mut g = gpu_at(10);
+        g.power_mw = Some(5);
+        g.power_limit_mw = Some(0);
+        assert!(GpuAlerts::default().check(0, &g, None, &lv).is_empty());
+    }
+
+    #[test]
+    fn forecast_alert_fires_below_the_limit_and_rearms_when_far() {
+        let mut a = GpuAlerts::default();
+        let lv = levels();
+        let g = gpu_at(10);
+        let f = |eta: f64| Forecast {
+            made_ms: 0,
+            room: crate::analysis::forecast::Room::flat(1 << 30),
+            rate: Rate::exact(1.0),
+            eta_s: eta,
+            low_s: eta,
+            high_s: Some(eta),
+        };
+        let seq = [
+            Some(400.0),
+            Some(290.0),
+            Some(310.0),
+            Some(200.0),
+            Some(380.0),
+            Some(100.0),
+            None,
+            Some(120.0),
+        ];
+        // An unconfident forecast (range out to an hour) does not ring.
+        let mut wide = f(10.0);
+        wide.high_s = Some(3600.0);
+        assert!(a.check(0, &g, Some(&wide), &lv).is_empty());
+        wide.high_s = None;
+        assert!(a.check(0, &g, Some(&wide), &lv).is_empty());
+        let fired: Vec<bool> = seq
+            .iter()
+            .map(|e| {
+                let fc = e.map(f);
+                !a.check(0, &g, fc.as_ref(), &lv).is_empty()
+            })
+            .collect();
+        assert_eq!(fired, [false, true, false, false, false, true, false, true]);
+    }
+
+    #[test]
+    fn xid_events_become_alerts() {
+        let ev = [
+            Event {
+                t_ms: 5,
+                kind: EventKind::Xid,
+                gpu: Some(1),
+                pid: None,
+                message: "XID 79 on GPU 1\x1b[2J".into(),
+            },
+            Event {
+                t_ms: 5,
+                kind: EventKind::Note,
+                gpu: None,
+                pid: None,
+                message: "x".into(),
+            },
+        ];
+        let v: Vec<_> = xid_alerts(&ev).collect();
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].message, "XID 79 on GPU 1");
+        assert_eq!(v[0].kind.name(), "xid");
+    }
+
+    #[test]
+    fn alerts_serialise_with_names() {
+        let a = Alert {
+            t_ms: 1,
+            kind: AlertKind::ForecastFull,
+            gpu: Some(0),
+            pid: None,
+            severity: Severity::Warn,
+            message: "m".into(),
+        };
+        let j = serde_json::to_value(&a).unwrap();
+        assert_eq!(j["kind"], "forecast_full");
+        assert_eq!(j["severity"], "warn");
+    }
+}

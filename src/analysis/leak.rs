@@ -1,0 +1,453 @@
+//! The leak flag: a process whose memory *baseline* keeps rising, window
+//! after window, for at least `leak_min_duration` at `leak_min_rate` or
+//! faster.
+//!
+//! The series is cut into buckets of `leak_min_duration / 4` on a grid that
+//! starts one sampling interval (plus a tenth, for jitter) before the first
+//! sample: the growth began after the last sample that did not show the
+//! process. A bucket's
+//! *baseline* is its minimum: a training sawtooth's troughs, a leak's
+//! oldest value. When a bucket closes, spans of the last k = 4, 8, 16, 32,
+//! 64 buckets are tested; each span is split into 4 consecutive windows whose
+//! baselines are the minima of their buckets. A span shows a leak when
+//!
+//! 1. the Theil slope of the bucket baselines is at least `leak_min_rate`;
+//! 2. every window's baseline rises over the one before by at least a
+//!    quarter of `leak_min_rate` × the time between them, and by at least a
+//!    third of the series' volatility `v` (the median in-bucket range left
+//!    after removing the trend): a sawtooth of amplitude A moves sampled
+//!    troughs by less than A, so three rises of A/3 each cannot come from
+//!    sampling alone, while a single jump (an optimizer allocating its
+//!    state) rises in one window only;
+//! 3. the growth does not decelerate: the last rise is at least 70 % of the
+//!    first, and the span's rate at least 70 % of the rate over the three
+//!    spans' worth of buckets before it (or as much as there is): a KV
+//!    cache filling towards a plateau slows down, a leak does not. With
+//!    4-bucket spans this tells a fill with a time constant up to ~110 s
+//!    from a leak;
+//! 4. the baseline reaches a new high: above every bucket baseline before
+//!    the span (a slow sawtooth whose ramps outlast `leak_min_duration`
+//!    climbs back to where it was; a leak does not). The first ramp of such
+//!    a sawtooth cannot be told from a leak and is flagged.
+//!
+//! Small spans flag a clean leak after `leak_min_duration`; large spans let
+//! a slow climb under a big sawtooth accumulate enough rise to stand out.
+//! The flag clears (hysteresis) when the baseline rate over the span that
+//! raised it falls below half of `leak_min_rate`.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::analysis::slope::{MAX_POINTS, Rate, median, theil_incomplete};
+use crate::model::Millis;
+
+/// Windows a tested span is split into.
+const WINDOWS: usize = 4;
+/// Span lengths tested, in buckets.
+const SPANS: [usize; 5] = [4, 8, 16, 32, 64];
+/// Buckets kept: the longest span and the one before it.
+const MAX_BUCKETS: usize = 2 * 64;
+/// The growth may slow to this share and still count as a leak.
+const DECEL: f64 = 0.7;
+/// Growth over a span is compared with the growth over up to this many
+/// spans' worth of buckets before it.
+const PRIOR_SPANS: usize = 3;
+/// Each window must rise by this share of `min_rate` × its length.
+const RISE_FLOOR: f64 = 0.25;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeakParams {
+    /// Bytes/s.
+    pub min_rate: f64,
+    pub min_duration: Duration,
+    /// The sampling interval: how long before its first sample a series may
+    /// have begun.
+    pub interval: Duration,
+}
+
+impl Default for LeakParams {
+    fn default() -> Self {
+        LeakParams {
+            min_rate: 4.0 * 1024.0 * 1024.0,
+            min_duration: Duration::from_secs(20),
+            interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A raised leak flag.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct LeakFlag {
+    /// When the flag was raised.
+    pub since_ms: Millis,
+    /// Where the span that raised it began (the growth is at least this old).
+    pub onset_ms: Millis,
+    /// Growth of the baseline, bytes/s, over the span (updated while raised).
+    pub rate: Rate,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeakChange {
+    Raised,
+    Cleared,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    index: u64,
+    t_first: Millis,
+    t_last: Millis,
+    min: f64,
+    t_min: Millis,
+    max: f64,
+}
+
+impl Bucket {
+    fn new(index: u64, t: Millis, v: f64) -> Bucket {
+        Bucket {
+            index,
+            t_first: t,
+            t_last: t,
+            min: v,
+            t_min: t,
+            max: v,
+        }
+    }
+
+    fn add(&mut self, t: Millis, v: f64) {
+        self.t_last = t;
+        if v < self.min {
+            self.min = v;
+            self.t_min = t;
+        }
+        self.max = self.max.max(v);
+    }
+}
+
+/// The leak detector of one series.
+#[derive(Clone, Debug)]
+pub struct LeakDetector {
+    p: LeakParams,
+    bucket_ms: u64,
+    onset_ms: Option<Millis>,
+    last_t: Option<Millis>,
+    open: Option<Bucket>,
+    closed: VecDeque<Bucket>,
+    flag: Option<LeakFlag>,
+    /// Buckets in the span that raised the flag.
+    flag_k: usize,
+}
+
+impl LeakDetector {
+    pub fn new(p: &LeakParams) -> LeakDetector {
+        let min_ms = (p.min_duration.as_millis() as u64).max(4);
+        LeakDetector {
+            p: *p,
+            bucket_ms: min_ms.div_ceil(WINDOWS as u64),
+            onset_ms: None,
+            last_t: None,
+            open: None,
+            closed: VecDeque::with_capacity(MAX_BUCKETS),
+            flag: None,
+            flag_k: SPANS[0],
+        }
+    }
+
+    pub fn flag(&self) -> Option<&LeakFlag> {
+        self.flag.as_ref()
+    }
+
+    /// Feeds one point. Points not newer than the last, or not finite, are
+    /// ignored; a gap longer than `min_duration` starts the history afresh
+    /// (and clears a raised flag: nothing is known about the gap).
+    pub fn observe(&mut self, t_ms: Millis, v: f64) -> Option<LeakChange> {
+        if !v.is_finite() || self.last_t.is_some_and(|l| t_ms <= l) {
+            return None;
+        }
+        let mut change = None;
+        if let Some(last) = self.last_t
+            && t_ms - last > self.p.min_duration.as_millis() as u64
+        {
+            self.closed.clear();
+            self.open = None;
+            self.onset_ms = None;
+            if self.flag.take().is_some() {
+                change = Some(LeakChange::Cleared);
+            }
+        }
+        self.last_t = Some(t_ms);
+        // The series began after the previous sample, which did not show it:
+        // at most one interval (and a tenth for sampling jitter) before now.
+        let back = self.p.interval.as_millis() as u64 * 11 / 10;
+        let onset = *self
+            .onset_ms
+            .get_or_insert_with(|| t_ms.saturating_sub(back));
+        let index = (t_ms - onset) / self.bucket_ms;
+        match &mut self.open {
+            Some(b) if b.index == index => b.add(t_ms, v),
+            slot => {
+                if let Some(done) = slot.replace(Bucket::new(index, t_ms, v)) {
+                    if self.closed.len() == MAX_BUCKETS {
+                        self.closed.pop_front();
+                    }
+                    self.closed.push_back(done);
+                    change = self.evaluate(t_ms).or(change);
+                }
+            }
+        }
+        change
+    }
+
+    fn evaluate(&mut self, now: Millis) -> Option<LeakChange> {
+        if let Some(flag) = &mut self.flag {
+            let k = self.flag_k.min(self.closed.len());
+            let r = baseline_rate(&self.closed, self.closed.len() - k, k);
+            match r {
+                Some(r) if r.bps >= self.p.min_rate / 2.0 => {
+                    flag.rate = r;
+                    None
+                }
+                _ => {
+                    self.flag = None;
+                    Some(LeakChange::Cleared)
+                }
+            }
+        } else {
+            for k in SPANS {
+                if k > self.closed.len() {
+                    break;
+                }
+                if let Some(f) = self.test_span(k, now) {
+                    self.flag = Some(f);
+                    self.flag_k = k;
+                    return Some(LeakChange::Raised);
+                }
+            }
+            None
+        }
+    }
+
+    /// Whether the last `k` closed buckets show a leak (module doc).
+    fn test_span(&self, k: usize, now: Millis) -> Option<LeakFlag> {
+        let n = self.closed.len();
+        let start = n - k;
+        let first = self.closed[start];
+        let last = self.closed[n - 1];
+        let covered = (last.index + 1 - first.index) * self.bucket_ms;
+        if covered < self.p.min_duration.as_millis() as u64 {
+            return None;
+        }
+        // Window baselines.
+        let per = k / WINDOWS;
+        let mut m = [(0.0f64, 0 as Millis); WINDOWS];
+        for (j, slot) in m.iter_mut().enumerate() {
+            let b = self
+                .closed
+                .range(start + j * per..start + (j + 1) * per)
+                .min_by(|a, b| a.min.total_cmp(&b.min))?;
+            *slot = (b.min, b.t_min);
+        }
+        // Cheap necessary conditions first: most series fail here.
+        if m.windows(2).any(|w| w[1].0 <= w[0].0) {
+            return None;
+        }
+        // A leak reaches new highs; a slow sawtooth climbs back to where it
+        // was before.
+        let earlier_high = self
+            .closed
+            .range(..start)
+            .map(|b| b.min)
+            .fold(f64::NEG_INFINITY, f64::max);
+        if m[WINDOWS - 1].0 <= earlier_high {
+            return None;
+        }
+        let rate = baseline_rate(&self.closed, start, k)?;
+        if rate.bps < self.p.min_rate {
+            return None;
+        }
+        // Volatility: the in-bucket range not explained by the trend.
+        let mut ranges = [0.0f64; MAX_POINTS];
+        for (i, b) in self.closed.range(start..).enumerate() {
+            let dur = (b.t_last - b.t_first) as f64 / 1000.0;
+            ranges[i] = ((b.max - b.min) - rate.bps.max(0.0) * dur).max(0.0);
+        }
+        let v = median(&mut ranges[..k]);
+        let mut rises = [0.0f64; WINDOWS - 1];
+        for j in 0..WINDOWS - 1 {
+            let rise = m[j + 1].0 - m[j].0;
+            let dt = m[j + 1].1.saturating_sub(m[j].1) as f64 / 1000.0;
+            let need = (RISE_FLOOR * self.p.min_rate * dt).max(v / (WINDOWS - 1) as f64);
+            if !(rise > 0.0 && rise >= need) {
+                return None;
+            }
+            rises[j] = rise;
+        }
+        if rises[WINDOWS - 2] < DECEL * rises[0] {
+            return None;
+        }
+        // The time before: up to three spans' worth, as much as there is.
+        let before = (PRIOR_SPANS * k).min(start);
+        if before >= 2
+            && let Some(prev) = baseline_rate(&self.closed, start - before, before)
+            && rate.bps < DECEL * prev.bps
+        {
+            return None;
+        }
+        Some(LeakFlag {
+            since_ms: now,
+            onset_ms: self.onset_ms.unwrap_or(first.t_first) + first.index * self.bucket_ms,
+            rate,
+        })
+    }
+}
+
+/// Theil slope of the baselines of `k` buckets from `start`.
+fn baseline_rate(b: &VecDeque<Bucket>, start: usize, k: usize) -> Option<Rate> {
+    let k = k.min(MAX_POINTS);
+    let t0 = b.get(start)?.t_min;
+    let mut ts = [0.0f64; MAX_POINTS];
+    let mut vs = [0.0f64; MAX_POINTS];
+    for (i, x) in b.range(start..start + k).enumerate() {
+        ts[i] = x.t_min.saturating_sub(t0) as f64 / 1000.0;
+        vs[i] = x.min;
+    }
+    // Bucket minima are strictly ordered in time: one per bucket.
+    theil_incomplete(&ts[..k], &vs[..k])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: f64 = 1024.0 * 1024.0;
+    const GIB: f64 = 1024.0 * MIB;
+
+    fn noise(i: u64) -> f64 {
+        let mut z = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(3);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Feeds `f(t)` at `dt` seconds for `secs`; returns (raised, cleared)
+    /// times in seconds after the first sample.
+    fn run(secs: f64, dt: f64, f: impl Fn(f64) -> f64) -> (Vec<f64>, Vec<f64>) {
+        let mut d = LeakDetector::new(&LeakParams::default());
+        let (mut up, mut down) = (Vec::new(), Vec::new());
+        let mut t = 0.0;
+        while t <= secs {
+            let ms = 1_700_000_000_000 + (t * 1000.0) as u64;
+            match d.observe(ms, f(t)) {
+                Some(LeakChange::Raised) => up.push(t),
+                Some(LeakChange::Cleared) => down.push(t),
+                None => {}
+            }
+            t += dt;
+        }
+        (up, down)
+    }
+
+    fn sawtooth(t: f64, period: f64, amp: f64) -> f64 {
+        let p = (t % period) / period;
+        amp * if p < 0.7 { p / 0.7 } else { (1.0 - p) / 0.3 }
+    }
+
+    #[test]
+    fn a_steady_leak_is_flagged_after_the_minimum_duration() {
+        let (up, down) = run(120.0, 1.0, |t| 2.0 * GIB + 128.0 * MIB * t);
+        assert_eq!(up.len(), 1, "{up:?}");
+        assert!(up[0] <= 20.0 && up[0] >= 19.0, "raised at {}", up[0]);
+        assert!(down.is_empty());
+    }
+
+    #[test]
+    fn a_leak_in_steps_between_samples_is_flagged() {
+        // 32 MiB every 0.25 s, sampled at 1 Hz with an odd phase.
+        let (up, _) = run(60.0, 1.0, |t| {
+            GIB / 2.0 + 32.0 * MIB * ((t + 0.13) / 0.25).floor()
+        });
+        assert!(up.first().is_some_and(|&t| t <= 20.0), "{up:?}");
+    }
+
+    #[test]
+    fn a_leak_that_stops_is_cleared() {
+        let (up, down) = run(200.0, 1.0, |t| GIB + 64.0 * MIB * t.min(60.0));
+        assert_eq!(up.len(), 1, "{up:?} {down:?}");
+        assert_eq!(down.len(), 1);
+        assert!(down[0] > 60.0 && down[0] < 90.0, "cleared at {}", down[0]);
+    }
+
+    #[test]
+    fn too_slow_growth_is_not_a_leak() {
+        let (up, _) = run(600.0, 1.0, |t| GIB + 1.0 * MIB * t);
+        assert!(up.is_empty(), "{up:?}");
+    }
+
+    #[test]
+    fn a_plain_sawtooth_is_never_a_leak() {
+        // 26 GiB training sawtooth with a 2.4 s step and 64 MiB of noise,
+        // sampled at 1 Hz for two hours: troughs are sampled at shifting
+        // phases, so bucket minima wander by GiB.
+        let (up, _) = run(7200.0, 1.0, |t| {
+            50.0 * GIB + sawtooth(t, 2.4, 26.0 * GIB) + 64.0 * MIB * noise(t as u64)
+        });
+        assert!(up.is_empty(), "{up:?}");
+        // A slow sawtooth (period 40 s, 4 GiB) whose 28 s ramps outlast the
+        // minimum duration: the first ramp is a leak as far as anyone can
+        // tell; once memory has come back down, later ramps are not.
+        let (up, down) = run(7200.0, 1.0, |t| 10.0 * GIB + sawtooth(t, 40.0, 4.0 * GIB));
+        assert_eq!(up, [19.0]);
+        assert_eq!(down.len(), 1);
+        assert!(down[0] < 40.0, "{down:?}");
+    }
+
+    #[test]
+    fn a_sawtooth_on_a_climbing_baseline_is_a_leak() {
+        let (up, _) = run(600.0, 1.0, |t| {
+            20.0 * GIB + 60.0 * MIB * t + sawtooth(t, 2.4, 2.0 * GIB) + 64.0 * MIB * noise(t as u64)
+        });
+        assert!(up.first().is_some_and(|&t| t <= 180.0), "raised at {up:?}");
+    }
+
+    #[test]
+    fn a_single_jump_is_not_a_leak() {
+        let (up, _) = run(300.0, 1.0, |t| {
+            let jump = if t >= 15.0 { 22.0 * GIB } else { 0.0 };
+            28.0 * GIB * (t / 3.0).min(1.0) + jump + 64.0 * MIB * noise(t as u64)
+        });
+        assert!(up.is_empty(), "{up:?}");
+    }
+
+    #[test]
+    fn a_cache_filling_towards_a_plateau_is_not_a_leak() {
+        for tau in [14.0, 30.0] {
+            let (up, _) = run(600.0, 1.0, |t| {
+                let w = 70.0 * GIB * (t / 6.0).min(1.0);
+                let kv = 44.0 * GIB * (1.0 - (-(t - 6.0).max(0.0) / tau).exp());
+                ((w + kv) / (2.0 * MIB)).floor() * 2.0 * MIB
+            });
+            assert!(up.is_empty(), "tau {tau}: {up:?}");
+        }
+    }
+
+    #[test]
+    fn bad_points_and_gaps_are_survived() {
+        let mut d = LeakDetector::new(&LeakParams::default());
+        assert_eq!(d.observe(10_000, f64::NAN), None);
+        assert_eq!(d.observe(10_000, 1.0), None);
+        assert_eq!(d.observe(9_000, 1.0), None);
+        for i in 0..40 {
+            d.observe(11_000 + i * 1000, 1e9 + 1e8 * i as f64);
+        }
+        assert!(d.flag().is_some());
+        // An hour of silence: the flag cannot stand.
+        assert_eq!(
+            d.observe(11_000 + 3_600_000, 5e9),
+            Some(LeakChange::Cleared)
+        );
+        assert!(d.flag().is_none());
+    }
+}
