@@ -9,6 +9,7 @@ pub mod commands;
 pub mod config;
 pub mod host;
 pub mod model;
+pub mod record;
 pub mod sampler;
 pub mod sanitize;
 pub mod source;
