@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use vramwatch::cli::{Cli, Command};
-use vramwatch::commands::{self, snapshot};
+use vramwatch::commands::snapshot;
 use vramwatch::{host, sampler, source};
 
 fn main() -> ExitCode {
@@ -56,9 +56,9 @@ fn run(cli: Cli) -> Result<()> {
             out.flush()?;
             Ok(())
         }
-        Some(Command::Record(args)) => commands::record::run(&args, &cli.source),
-        Some(Command::Export(args)) => commands::export::run(&args),
-        Some(Command::Report(args)) => commands::report::run(&args, &cli.source),
+        Some(Command::Record(args)) => vramwatch::commands::record::run(&args, &cli.source),
+        Some(Command::Export(args)) => vramwatch::commands::export::run(&args),
+        Some(Command::Report(args)) => vramwatch::commands::report::run(&args, &cli.source),
         Some(other) => anyhow::bail!("`{other:?}` is not built yet"),
         None => anyhow::bail!("the dashboard is not built yet; try `vramwatch snapshot --demo`"),
     }

@@ -198,18 +198,32 @@ fn write_rows<W: Write>(
         if let Some(pid) = args.process {
             for p in s.procs.iter().filter(|p| p.pid == pid && gpu_ok(p.gpu)) {
                 csv.serialize(proc_row(&time, &s, p))
+                    .map_err(csv_error)
                     .with_context(|| format!("writing {out}"))?;
                 rows += 1;
             }
         } else {
             for g in s.gpus.iter().filter(|g| gpu_ok(g.index)) {
                 csv.serialize(gpu_row(&time, &s, g))
+                    .map_err(csv_error)
                     .with_context(|| format!("writing {out}"))?;
                 rows += 1;
             }
         }
     }
     Ok(rows)
+}
+
+/// A CSV error, with an I/O error as itself (so a closed pipe, as in
+/// `vramwatch export ... | head`, is recognised as one).
+fn csv_error(e: csv::Error) -> anyhow::Error {
+    if !e.is_io_error() {
+        return e.into();
+    }
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) => io.into(),
+        other => anyhow::anyhow!("{other:?}"),
+    }
 }
 
 fn output_name(p: Option<&Path>) -> String {

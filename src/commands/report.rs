@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -56,6 +57,18 @@ impl Buckets {
         }
         if self.max[i].is_nan() || v > self.max[i] {
             self.max[i] = v;
+        }
+    }
+
+    /// Adds another series' buckets (same times).
+    fn merge(&mut self, other: &Buckets) {
+        for i in 0..self.min.len().min(other.min.len()) {
+            if !other.min[i].is_nan() && (self.min[i].is_nan() || other.min[i] < self.min[i]) {
+                self.min[i] = other.min[i];
+            }
+            if !other.max[i].is_nan() && (self.max[i].is_nan() || other.max[i] > self.max[i]) {
+                self.max[i] = other.max[i];
+            }
         }
     }
 
@@ -123,6 +136,8 @@ struct ProcStats {
     peak_at: Millis,
     user: String,
     label: String,
+    /// Processes (PIDs) merged into this one: the same command restarted.
+    runs: usize,
     series: Buckets,
 }
 
@@ -223,6 +238,7 @@ impl Summary {
                     peak_at: s.t_ms,
                     user: String::new(),
                     label: String::new(),
+                    runs: 1,
                     series: Buckets::new(self.first, self.last, BUCKETS),
                 });
             if mem > e.peak {
@@ -235,11 +251,32 @@ impl Summary {
         }
     }
 
+    /// Ranks the processes. Processes with the same command, user and GPU
+    /// (a job restarted after each OOM) count as one, shown with the PID of
+    /// its highest peak.
     fn finish(&mut self, procs: HashMap<(u32, u32, u64), ProcStats>) {
         let mut v: Vec<ProcStats> = procs.into_values().collect();
-        v.sort_by(|a, b| b.peak.cmp(&a.peak).then(a.pid.cmp(&b.pid)));
-        v.truncate(TOP);
-        self.procs = v;
+        v.sort_by(|a, b| {
+            b.peak
+                .cmp(&a.peak)
+                .then(a.peak_at.cmp(&b.peak_at))
+                .then(a.pid.cmp(&b.pid))
+        });
+        let mut jobs: Vec<ProcStats> = Vec::new();
+        for p in v {
+            match jobs
+                .iter_mut()
+                .find(|j| j.gpu == p.gpu && j.user == p.user && j.label == p.label)
+            {
+                Some(j) => {
+                    j.runs += 1;
+                    j.series.merge(&p.series);
+                }
+                None => jobs.push(p),
+            }
+        }
+        jobs.truncate(TOP);
+        self.procs = jobs;
         self.gpus.sort_by_key(|g| g.index);
     }
 }
@@ -264,9 +301,12 @@ fn collect(rec: &Recording, th: &Thresholds) -> Result<Summary> {
     Ok(sum)
 }
 
-fn clock(t: Millis) -> String {
-    // HH:MM:SS of the RFC 3339 time (UTC).
-    rfc3339(t).get(11..19).unwrap_or("?").to_owned()
+/// The time of day (UTC), with the date when the recording spans more
+/// than one day.
+fn clock(t: Millis, dated: bool) -> String {
+    let s = rfc3339(t);
+    let r = if dated { 5..19 } else { 11..19 };
+    s.get(r).unwrap_or("?").replace('T', " ")
 }
 
 fn pct_of(part: u64, whole: u64) -> String {
@@ -294,6 +334,8 @@ fn text(rec: &Recording, sum: &Summary, th: &Thresholds) -> String {
     let sys = rec.system();
     let mut o = String::new();
     let span = sum.last.saturating_sub(sum.first) + h.interval_ms;
+    let dated = rfc3339(sum.first).get(..10) != rfc3339(sum.last).get(..10);
+    let at = if dated { 14 } else { 8 };
     let _ = writeln!(o, "Recording  {}", rec.path().display());
     let _ = writeln!(
         o,
@@ -320,7 +362,8 @@ fn text(rec: &Recording, sum: &Summary, th: &Thresholds) -> String {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "GPU  NAME              MEMORY PEAK         AT        MEMORY MEAN   UTIL PEAK  UTIL MEAN"
+        "GPU  NAME              MEMORY PEAK       {:>at$}    MEMORY MEAN   UTIL PEAK  UTIL MEAN",
+        "AT"
     );
     for g in &sum.gpus {
         let name = sys
@@ -337,12 +380,12 @@ fn text(rec: &Recording, sum: &Summary, th: &Thresholds) -> String {
         let util_mean = (g.util_n > 0).then(|| g.util_sum / g.util_n as f64);
         let _ = writeln!(
             o,
-            "{:>3}  {:<16}  {:>7} ({:>3.0}%)   {:>8}  {:>7} ({})  {:>9}  {:>9}",
+            "{:>3}  {:<16}  {:>7} ({:>3.0}%)   {:>at$}  {:>7} ({})  {:>9}  {:>9}",
             g.index,
             name,
             bytes_short(g.peak),
             g.peak_pct,
-            clock(g.peak_at),
+            clock(g.peak_at, dated),
             bytes_short(mean as u64),
             pct_of(mean as u64, g.total),
             g.util_peak.map_or("N/A".into(), |u| format!("{u}%")),
@@ -390,19 +433,27 @@ fn text(rec: &Recording, sum: &Summary, th: &Thresholds) -> String {
         let _ = writeln!(o, "No process used GPU memory.");
     } else {
         let _ = writeln!(o, "Top processes by peak memory:");
-        let _ = writeln!(o, "   PEAK  AT        GPU      PID  USER          COMMAND");
+        let _ = writeln!(
+            o,
+            "   PEAK  {:<at$}  GPU      PID  USER          COMMAND",
+            "AT"
+        );
         for p in &sum.procs {
             let user: String = p.user.chars().take(12).collect();
             let label: String = p.label.chars().take(80).collect();
             let _ = writeln!(
                 o,
-                "{:>7}  {:>8}  {:>3}  {:>7}  {:<12}  {}",
+                "{:>7}  {:>at$}  {:>3}  {:>7}  {:<12}  {}{}",
                 bytes_short(p.peak),
-                clock(p.peak_at),
+                clock(p.peak_at, dated),
                 p.gpu,
                 p.pid,
                 user,
-                label
+                label,
+                match p.runs {
+                    1 => String::new(),
+                    n => format!("  (ran {n} times: the peak run's PID)"),
+                }
             );
         }
     }
@@ -437,7 +488,7 @@ fn text(rec: &Recording, sum: &Summary, th: &Thresholds) -> String {
         .collect();
     listed.sort_by_key(|e| e.t_ms);
     for e in &listed {
-        let _ = writeln!(o, "  {}  {}", clock(e.t_ms), e.message);
+        let _ = writeln!(o, "  {}  {}", clock(e.t_ms, dated), e.message);
     }
     if sum.events.len() > listed.len() {
         let _ = writeln!(
@@ -525,7 +576,7 @@ fn svg(out: &Path, rec: &Recording, sum: &Summary) -> Result<()> {
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
+        .position(SeriesLabelPosition::UpperRight)
         .draw()
         .map_err(&err)?;
 
@@ -558,7 +609,10 @@ fn svg(out: &Path, rec: &Recording, sum: &Summary) -> Result<()> {
         chart
             .draw_series(LineSeries::new(pts, color.stroke_width(1)))
             .map_err(&err)?
-            .label(format!("GPU {} PID {} {label}", p.gpu, p.pid))
+            .label(match p.runs {
+                1 => format!("GPU {} PID {} {label}", p.gpu, p.pid),
+                n => format!("GPU {} {label} ({n} runs)", p.gpu),
+            })
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
     }
     if !sum.procs.is_empty() {
@@ -581,7 +635,9 @@ pub fn run(args: &ReportArgs, src: &SourceArgs) -> Result<()> {
         eprintln!("vramwatch: warning: {w}");
     }
     let sum = collect(&rec, &cfg.thresholds)?;
-    print!("{}", text(&rec, &sum, &cfg.thresholds));
+    let mut out = std::io::stdout().lock();
+    out.write_all(text(&rec, &sum, &cfg.thresholds).as_bytes())?;
+    out.flush()?;
     if let Some(out) = &args.svg {
         svg(out, &rec, &sum).with_context(|| format!("writing {}", out.display()))?;
         eprintln!("vramwatch: drew memory over time in {}", out.display());

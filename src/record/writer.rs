@@ -1,15 +1,17 @@
 //! Appends snapshots to a recording.
 //!
 //! Crash safety: each snapshot's lines (its new process lines, the snapshot
-//! line, its event lines) go to the file in one `write`, compressed and
-//! flushed first for `.zst`, so a `kill -9` loses at most the snapshot being
-//! written; the file is fsynced every `sync_every`. A failed write (disk
-//! full) is cut back off the file so no torn line is left in the middle,
-//! and is reported as a [`RecordWarning`]: the caller keeps monitoring and
-//! the writer tries again with the next snapshot. A file removed or moved
-//! away while recording is noticed at the next sync and replaced by a new
-//! one. Files rotate at `max_size`: `run.jsonl` becomes `run.1.jsonl` (and
-//! `run.1.jsonl` becomes `run.2.jsonl`, up to `keep`).
+//! line, its event lines) go to the file in one `write`, so a `kill -9`
+//! loses only what was not written yet. A `.zst` file's compressor is
+//! flushed at least every `flush_every` of recorded time (a `kill -9` loses
+//! what it held), and at every block end. The file is fsynced every
+//! `sync_every`. A failed write (disk full) is cut back off the file so no
+//! torn line stays in the middle, and is reported as a [`RecordWarning`]:
+//! the caller keeps monitoring and the writer tries again with the next
+//! snapshot. A file removed or moved away while recording is noticed at the
+//! next sync and replaced by a new one. Files rotate at `max_size`:
+//! `run.jsonl` becomes `run.1.jsonl` (and `run.1.jsonl` becomes
+//! `run.2.jsonl`, up to `keep`).
 //!
 //! Every `block_snapshots` snapshots the writer ends a block: a zstd frame
 //! ends, and an index record (a line, or a skippable frame for `.zst`)
@@ -61,7 +63,7 @@ impl Default for WriterOptions {
             max_size: 1 << 30,
             keep: 4,
             sync_every: Duration::from_secs(5),
-            level: 3,
+            level: 8,
             flush_every: Duration::from_secs(5),
             block_snapshots: 300,
             overwrite: false,
