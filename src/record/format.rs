@@ -401,8 +401,8 @@ struct ProcColsIn {
 /// Why a line could not be decoded (the reader adds file and line).
 #[derive(Debug, thiserror::Error)]
 pub enum LineError {
-    #[error("not valid JSON: {0}")]
-    Json(#[from] serde_json::Error),
+    #[error("not valid JSON: {}", json_message(.0))]
+    Json(serde_json::Error),
     #[error("column `{table}.{column}` has {got} values where `{table}.{key}` has {want}")]
     Column {
         table: &'static str,
@@ -411,6 +411,22 @@ pub enum LineError {
         got: usize,
         want: usize,
     },
+}
+
+/// serde_json's message with "at line 1 column N" (a line is one line
+/// here) shortened to the column.
+fn json_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) if e.line() > 0 => format!("{} (column {})", &s[..i], e.column()),
+        _ => s,
+    }
+}
+
+impl From<serde_json::Error> for LineError {
+    fn from(e: serde_json::Error) -> Self {
+        LineError::Json(e)
+    }
 }
 
 /// Checks a column's length; a missing column is `n` defaults.

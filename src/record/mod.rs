@@ -21,15 +21,12 @@ pub use reader::{RecordedEvent, Recording};
 pub use writer::{RecordWarning, WriteOutcome, Writer, WriterOptions, WriterStats};
 
 /// What went wrong reading or creating a recording; every message names
-/// the file, and the line where there is one.
+/// the file, and the line where there is one. Messages are complete in
+/// themselves (no error chain to print).
 #[derive(Debug, Error)]
 pub enum RecordError {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("{path} is not a vramwatch recording: {why}")]
     NotARecording { path: String, why: String },
     #[error(
@@ -42,12 +39,11 @@ pub enum RecordError {
         ours: &'static str,
         advice: &'static str,
     },
-    #[error("{path}:{line}: {source}")]
+    #[error("{path}:{line}: {error}")]
     Line {
         path: String,
         line: u64,
-        #[source]
-        source: format::LineError,
+        error: format::LineError,
     },
     #[error("{path}: the compressed data from byte {offset} is corrupt: {why}")]
     Corrupt {
@@ -66,10 +62,10 @@ pub enum RecordError {
 }
 
 impl RecordError {
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> RecordError {
+    pub(crate) fn io(path: &Path, error: std::io::Error) -> RecordError {
         RecordError::Io {
             path: path.display().to_string(),
-            source,
+            error,
         }
     }
 }

@@ -222,11 +222,11 @@ impl Recording {
         self.path.display().to_string()
     }
 
-    fn line_error(&self, line: u64, source: LineError) -> RecordError {
+    fn line_error(&self, line: u64, error: LineError) -> RecordError {
         RecordError::Line {
             path: self.name(),
             line,
-            source,
+            error,
         }
     }
 
@@ -795,6 +795,6 @@ fn read_header(file: &File, path: &Path, zstd: bool) -> Result<Header, RecordErr
     serde_json::from_value(v).map_err(|e| RecordError::Line {
         path: name,
         line: 1,
-        source: LineError::Json(e),
+        error: LineError::Json(e),
     })
 }
