@@ -570,3 +570,62 @@ fn the_documented_jq_command_works() {
     let want = format!("{},2,{}", snaps[3].t_ms, g.mem.unwrap().used);
     assert!(rows.contains(&want.as_str()), "{want} not in {rows:?}");
 }
+
+/// A damaged index never gives wrong data or a panic: it is either
+/// noticed at open (and the file read instead), or when a block it
+/// describes is decoded (an error naming the file).
+#[test]
+fn a_damaged_index_is_rebuilt_or_reported_never_believed() {
+    let (h, snaps) = snapshots("demo", 40);
+    let d = dir();
+    let path = d.path().join("idx.jsonl");
+    write(&path, &h, &snaps, opts(6)).finish().unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    let edits: [(&str, serde_json::Value); 7] = [
+        ("offset", (1u64 << 60).into()),
+        ("end", 3u64.into()),
+        ("first", 999.into()),
+        ("first_line", u64::MAX.into()),
+        ("prev", 0.into()),
+        ("dt", serde_json::json!([i64::MAX, i64::MIN, 5])),
+        ("lines", u64::MAX.into()),
+    ];
+    for (key, value) in edits {
+        // Damage the last index line, then one in the middle.
+        for which in [usize::MAX, 3] {
+            let mut n = 0;
+            let idx_lines = text
+                .lines()
+                .filter(|l| l.starts_with("{\"type\":\"index\""))
+                .count();
+            let target = which.min(idx_lines - 1);
+            let out: String = text
+                .lines()
+                .map(|l| {
+                    if l.starts_with("{\"type\":\"index\"") {
+                        n += 1;
+                        if n - 1 == target {
+                            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                            v[key] = value.clone();
+                            return serde_json::to_string(&v).unwrap() + "\n";
+                        }
+                    }
+                    format!("{l}\n")
+                })
+                .collect();
+            fs::write(&path, out).unwrap();
+            let rec = Recording::open(&path).unwrap_or_else(|e| panic!("{key}: {e}"));
+            let mut errors = 0;
+            for (i, want) in snaps.iter().enumerate().take(rec.len()) {
+                match rec.get(i) {
+                    Ok(s) => assert_eq!(s, as_stored(want), "{key} at {which}: {i}"),
+                    Err(e) => {
+                        assert!(e.to_string().contains("idx.jsonl"), "{e}");
+                        errors += 1;
+                    }
+                }
+            }
+            assert!(rec.len() == 40 || errors > 0, "{key} at {which}");
+        }
+    }
+}

@@ -332,7 +332,7 @@ impl Recording {
 
     /// The index records, first to last, with where each lies and its size.
     fn index_chain(&self, len: u64) -> Result<Vec<(u64, u64, IndexRecord)>, String> {
-        let Some((mut pos, mut size, mut rec)) = self.last_index(len) else {
+        let Some((mut pos, mut size, mut rec)) = self.last_index(len)? else {
             return Ok(Vec::new());
         };
         let mut chain = Vec::new();
@@ -386,8 +386,10 @@ impl Recording {
         Some(line)
     }
 
-    /// Finds the last valid index record, searching back from the end.
-    fn last_index(&self, len: u64) -> Option<(u64, u64, IndexRecord)> {
+    /// Finds the last index record, searching back from the end. A record
+    /// that is not where it says it is means the file was changed after it
+    /// was written: then no record is trusted.
+    fn last_index(&self, len: u64) -> Result<Option<(u64, u64, IndexRecord)>, String> {
         let needle: &[u8] = if self.zstd {
             &zst::INDEX_MAGIC
         } else {
@@ -398,20 +400,26 @@ impl Recording {
             let start = end.saturating_sub(CHUNK);
             // Overlap so a needle across the chunk edge is found.
             let stop = (end + needle.len() as u64 - 1).min(len);
-            let chunk = self.read_at(start, stop - start).ok()?;
+            let chunk = self
+                .read_at(start, stop - start)
+                .map_err(|e| e.to_string())?;
             let mut hay = &chunk[..];
             while let Some(i) = memchr::memmem::rfind(hay, needle) {
                 let at = start + i as u64 + if self.zstd { 0 } else { 1 };
-                if let Some((rec, size)) = self.record_at(at)
-                    && rec.end == at
-                {
-                    return Some((at, size, rec));
+                if let Some((rec, size)) = self.record_at(at) {
+                    if rec.end != at {
+                        return Err(format!(
+                            "the record at byte {at} says it is at byte {}: the file was changed after it was written",
+                            rec.end
+                        ));
+                    }
+                    return Ok(Some((at, size, rec)));
                 }
                 hay = &hay[..i];
             }
             end = start;
         }
-        None
+        Ok(None)
     }
 
     /// Fills blocks, times, processes and events from the index chain, and
@@ -429,7 +437,7 @@ impl Recording {
         let mut cursor = 0u64;
         let mut line = 1u64;
         for (pos, size, rec) in chain {
-            if rec.offset < cursor || rec.end != *pos {
+            if rec.offset < cursor || rec.offset > rec.end || rec.end != *pos {
                 return Ok(Err(format!("block {} at byte {}", rec.block, rec.offset)));
             }
             if rec.offset > cursor {
@@ -456,7 +464,7 @@ impl Recording {
             let mut t = rec.t0 as i64;
             for (i, dt) in rec.dt.iter().enumerate() {
                 if i > 0 {
-                    t += dt;
+                    t = t.saturating_add(*dt);
                 }
                 self.times.push(t.max(0) as Millis);
             }
@@ -467,7 +475,10 @@ impl Recording {
                 index: e.at as usize,
                 event: e.event.clone(),
             }));
-            line = rec.first_line + rec.lines + if self.zstd { 0 } else { 1 };
+            line = rec
+                .first_line
+                .saturating_add(rec.lines)
+                .saturating_add(u64::from(!self.zstd));
             cursor = pos + size;
         }
         if cursor < len {
