@@ -115,6 +115,9 @@ pub struct RecordArgs {
     /// Also serve Prometheus metrics on this address.
     #[arg(long, value_name = "ADDR")]
     pub serve: Option<String>,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -13,6 +13,7 @@ pub mod export;
 pub mod history;
 pub mod host;
 pub mod model;
+pub mod record;
 pub mod sampler;
 pub mod sanitize;
 pub mod source;

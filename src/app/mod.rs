@@ -329,12 +329,16 @@ impl App {
     /// where it was, or afresh over the loaded window before it.
     fn sync_analysis(&mut self) {
         let Some(slot) = self.slot() else { return };
-        let Some(t) = self.history.time_at(slot) else { return };
+        let Some(t) = self.history.time_at(slot) else {
+            return;
+        };
         if self.analyzed_to == Some(t) {
             return;
         }
         let from = match self.analyzed_to.and_then(|a| self.history.slot_at_time(a)) {
-            Some(done) if self.analyzed_to < Some(t) && done >= self.history.first_slot() => done + 1,
+            Some(done) if self.analyzed_to < Some(t) && done >= self.history.first_slot() => {
+                done + 1
+            }
             _ => {
                 self.analysis.reset();
                 self.history.first_slot()
@@ -449,7 +453,11 @@ impl App {
         self.now_ms = self.now_ms.max(s.t_ms);
         let alerts = self.analysis.observe(s);
         self.analyzed_to = Some(s.t_ms);
-        let events = s.events.iter().cloned().chain(alerts.iter().map(|a| a.to_event()));
+        let events = s
+            .events
+            .iter()
+            .cloned()
+            .chain(alerts.iter().map(|a| a.to_event()));
         for e in events {
             if self.events.len() >= EVENTS_KEPT {
                 self.events.pop_front();

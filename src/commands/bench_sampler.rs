@@ -135,3 +135,15 @@ pub fn run(
         fast_reads_per_snapshot: per,
     })
 }
+
+/// `vramwatch bench-sampler`: prints the figures as JSON.
+pub fn run_cli(seconds: u64, source: &crate::cli::SourceArgs, me: &str) -> Result<()> {
+    let config = crate::config::load(source.config.as_deref())?.with_interval(source.interval);
+    let (demo, seed, me) = (source.demo.clone(), source.seed, me.to_owned());
+    let open = move || -> Result<Box<dyn Source>> {
+        Ok(crate::source::open(demo.as_deref(), seed, &me, 0)?)
+    };
+    let costs = run(&open, config.schedule(), seconds)?;
+    println!("{}", serde_json::to_string_pretty(&costs)?);
+    Ok(())
+}

@@ -11,11 +11,14 @@ use futures::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::app::{Action, App, Event, Mode, Outcome, Signal};
+use crate::app::{Action, App, Event, Mode, Outcome, RecordingStatus, Signal};
+use crate::cli::{ColorArg, SourceArgs, UiArgs};
+use crate::config::{ColorDepth, Config};
 use crate::history::ProcId;
 use crate::model::Snapshot;
 use crate::sanitize;
 use crate::tui::Tui;
+use crate::ui::theme::{Theme, depth_from_env};
 
 /// Where new snapshots come from while the loop runs.
 pub enum Feed {
@@ -25,29 +28,136 @@ pub enum Feed {
     None,
 }
 
-/// Starts or stops recording; returns the new state as events.
-pub type ToggleRecording = Box<dyn FnMut(&App) -> Vec<Event>>;
-
-/// What the loop needs besides the App.
-pub struct Hooks {
-    pub toggle_recording: ToggleRecording,
+/// Where `r` records to, and how.
+pub struct RecordingSetup {
+    pub dir: std::path::PathBuf,
+    pub compress: bool,
+    pub options: crate::record::WriterOptions,
+    pub analysis: crate::analysis::AnalysisConfig,
 }
 
-impl Default for Hooks {
-    fn default() -> Self {
-        Hooks {
-            toggle_recording: Box::new(|_| {
-                vec![Event::Outcome(Outcome {
-                    ok: false,
-                    text: "recording is not available here".into(),
-                })]
-            }),
-        }
+impl RecordingSetup {
+    /// From the config: `[record] dir`, else the platform data dir's
+    /// `vramwatch/recordings`.
+    pub fn from_config(config: &crate::config::Config) -> Option<RecordingSetup> {
+        let dir = config.record.dir.clone().or_else(|| {
+            directories::ProjectDirs::from("", "", "vramwatch")
+                .map(|d| d.data_dir().join("recordings"))
+        })?;
+        Some(RecordingSetup {
+            dir,
+            compress: config.record.compress,
+            options: crate::record::WriterOptions::from_config(&config.record),
+            analysis: crate::analysis::AnalysisConfig::from_config(config),
+        })
     }
 }
 
+/// What the loop needs besides the App.
+#[derive(Default)]
+pub struct Hooks {
+    /// `None`: `r` says recording is not available.
+    pub recording: Option<RecordingSetup>,
+}
+
+/// Starts or stops recording; returns the new state as events.
+fn toggle_recording(
+    app: &App,
+    setup: Option<&RecordingSetup>,
+    active: &mut Option<crate::record::background::Background>,
+) -> Event {
+    use crate::record::background::{Background, file_name};
+    if let Some(rec) = active.take() {
+        rec.stop();
+        return Event::Recording(RecordingStatus::Stopped);
+    }
+    let Some(setup) = setup else {
+        return Event::Outcome(Outcome {
+            ok: false,
+            text: "recording is not available here".into(),
+        });
+    };
+    let now = crate::sampler::now_ms();
+    let path = file_name(&setup.dir, &app.system.host, now, setup.compress);
+    match Background::start(
+        path.clone(),
+        &app.system,
+        app.history.interval_ms(),
+        now,
+        setup.options.clone(),
+        setup.analysis.clone(),
+    ) {
+        Ok(rec) => {
+            *active = Some(rec);
+            Event::Recording(RecordingStatus::Started {
+                path: path.display().to_string(),
+            })
+        }
+        Err(e) => Event::Outcome(Outcome {
+            ok: false,
+            text: format!("cannot record: {e}"),
+        }),
+    }
+}
+
+/// The config with the dashboard's command-line overrides applied.
+pub fn load_config(source: &SourceArgs, ui: &UiArgs) -> Result<Config> {
+    let mut config = crate::config::load(source.config.as_deref())?.with_interval(source.interval);
+    if let Some(c) = ui.color {
+        config.display.color = match c {
+            ColorArg::Auto => ColorDepth::Auto,
+            ColorArg::Ansi16 => ColorDepth::Ansi16,
+            ColorArg::Ansi256 => ColorDepth::Ansi256,
+            ColorArg::Truecolor => ColorDepth::TrueColor,
+        };
+    }
+    Ok(config)
+}
+
+/// `vramwatch [--demo]`: the dashboard over a live sampler (and the
+/// Prometheus exporter on the same sampler with `--serve`).
+pub fn run_live(source: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
+    let config = load_config(source, ui)?;
+    // Open the source and bind the metrics port before touching the
+    // terminal, so errors print plainly.
+    let src = crate::source::open(source.demo.as_deref(), source.seed, &me, 0)?;
+    let listener = match &ui.serve {
+        Some(addr) => Some(crate::export::bind(addr).context("--serve")?),
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async move {
+        let sampler = crate::sampler::Sampler::spawn(src, config.schedule());
+        let server = match listener {
+            Some(l) => Some(crate::export::Server::start(
+                l,
+                &sampler,
+                Default::default(),
+            )?),
+            None => None,
+        };
+        let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
+        let hooks = Hooks {
+            recording: RecordingSetup::from_config(&config),
+        };
+        let mut app = App::new(config, sampler.system.clone(), Mode::Live, me);
+        app.theme = theme;
+        app.read_only = ui.read_only;
+        app.simulated = source.demo.is_some();
+        let r = run(app, Feed::Live(sampler.subscribe()), hooks).await;
+        if let Some(s) = server {
+            s.stop().await;
+        }
+        r
+    })
+}
+
 /// Runs the dashboard until the user quits or a signal arrives.
-pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
+pub async fn run(mut app: App, mut feed: Feed, hooks: Hooks) -> Result<()> {
+    let mut recording: Option<crate::record::background::Background> = None;
     let mut tui = Tui::enter(app.config.display.mouse).context("opening the dashboard")?;
     let size = tui.terminal.size().context("reading the terminal size")?;
     app.update(Event::Resize(size.width, size.height));
@@ -80,7 +190,17 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
                 None => break,
             },
             s = next_snapshot(&mut feed) => match s {
-                Some(s) => Event::Snapshot(s),
+                Some(s) => {
+                    if let Some(rec) = &recording {
+                        rec.feed(&s);
+                        let (bytes, warning) = rec.poll();
+                        app.update(Event::Recording(RecordingStatus::Progress { bytes }));
+                        if let Some(text) = warning {
+                            app.update(Event::Recording(RecordingStatus::Warning { text }));
+                        }
+                    }
+                    Event::Snapshot(s)
+                }
                 None => {
                     feed = Feed::None;
                     continue;
@@ -98,7 +218,12 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
                 continue;
             };
             match action {
-                Action::Quit => return Ok(()),
+                Action::Quit => {
+                    if let Some(rec) = recording.take() {
+                        rec.finish();
+                    }
+                    return Ok(());
+                }
                 Action::Bell => {
                     use std::io::Write;
                     let mut out = std::io::stdout();
@@ -131,9 +256,16 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
                 Action::Signal { id, signal } => {
                     queue.push(Event::Outcome(send_signal(&app, id, signal)))
                 }
-                Action::ToggleRecording => queue.extend((hooks.toggle_recording)(&app)),
+                Action::ToggleRecording => queue.push(toggle_recording(
+                    &app,
+                    hooks.recording.as_ref(),
+                    &mut recording,
+                )),
             }
         }
+    }
+    if let Some(rec) = recording.take() {
+        rec.finish();
     }
     Ok(())
 }

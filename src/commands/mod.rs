@@ -5,6 +5,7 @@ pub mod config;
 pub mod dashboard;
 pub mod export;
 pub mod record;
+pub mod replay;
 pub mod report;
 pub mod serve;
 pub mod snapshot;

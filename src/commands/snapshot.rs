@@ -8,6 +8,29 @@ use serde_json::{Value, json};
 use crate::model::units::{MIB, bytes_short};
 use crate::model::{GpuState, Snapshot, SystemInfo};
 
+/// `vramwatch snapshot [--json]`: reads every lane once and prints.
+pub fn run(json: bool, source: &crate::cli::SourceArgs, me: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::{IsTerminal, Write};
+    // A simulated node is shown a minute into its scenario.
+    let src = crate::source::open(source.demo.as_deref(), source.seed, me, 60)?;
+    let snap = crate::sampler::sample_once(src.as_ref(), std::time::Duration::from_millis(100));
+    let system = src.system();
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &to_json(&system, &snap)).context("writing JSON")?;
+        writeln!(out)?;
+    } else {
+        let width = std::io::stdout()
+            .is_terminal()
+            .then(|| crossterm::terminal::size().ok().map(|(w, _)| w as usize))
+            .flatten();
+        out.write_all(to_table(&system, &snap, width).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
 /// Identifies the JSON document's layout; bumped on breaking changes.
 pub const SNAPSHOT_SCHEMA: &str = "vramwatch.snapshot/1";
 

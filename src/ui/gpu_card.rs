@@ -319,7 +319,14 @@ impl Widget for &GpuCard<'_> {
                 "growing" | "shrinking" => format!("{} {}", ins.phase, rate_short(ins.rate_bps)),
                 p => p.to_string(),
             };
-            l4.push(Span::styled(trend, if ins.phase == "growing" { t.warn } else { t.text }));
+            l4.push(Span::styled(
+                trend,
+                if ins.phase == "growing" {
+                    t.warn
+                } else {
+                    t.text
+                },
+            ));
             if let Some(eta) = ins.full_in {
                 let sev = if eta.surely_within(app.config.alerts.forecast_below.as_secs_f64()) {
                     Severity::Critical
@@ -327,11 +334,7 @@ impl Widget for &GpuCard<'_> {
                     Severity::Warn
                 };
                 l4.push(Span::styled("  full in", t.label));
-                l4.extend(value(
-                    eta.describe(),
-                    sev,
-                    t,
-                ));
+                l4.extend(value(eta.describe(), sev, t));
             }
         }
         if let (Some(rx), Some(tx)) = (g.pcie_rx_kbs, g.pcie_tx_kbs) {

@@ -108,9 +108,17 @@ pub fn trend(app: &App, r: &Row) -> (String, Style) {
     let v = ins.rate_bps;
     // The phase decides the arrow (it has hysteresis); the rate is its size.
     match ins.phase {
-        _ if ins.leak => (format!("▲{} LEAK", rate_short(v.max(0.0)).trim_start_matches('+')), t.crit),
-        "growing" if v >= FLAT_BPS => (format!("▲{}", rate_short(v).trim_start_matches('+')), t.warn),
-        "shrinking" if v <= -FLAT_BPS => (format!("▼{}", rate_short(v).trim_start_matches('-')), t.ok),
+        _ if ins.leak => (
+            format!("▲{} LEAK", rate_short(v.max(0.0)).trim_start_matches('+')),
+            t.crit,
+        ),
+        "growing" if v >= FLAT_BPS => (
+            format!("▲{}", rate_short(v).trim_start_matches('+')),
+            t.warn,
+        ),
+        "shrinking" if v <= -FLAT_BPS => {
+            (format!("▼{}", rate_short(v).trim_start_matches('-')), t.ok)
+        }
         "volatile" => ("∿ swings".into(), t.dim),
         "unknown" => (String::new(), t.dim),
         _ => ("─".into(), t.dim),

@@ -1,0 +1,87 @@
+//! `vramwatch replay FILE`: the dashboard over a recording, with a timeline.
+//! The recording is the source: it is opened with its index (a day-long
+//! file opens without being decoded), and the App loads windows of it as
+//! the user moves.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::app::App;
+use crate::app::replay::Timeline;
+use crate::cli::{ReplayArgs, SourceArgs, UiArgs};
+use crate::commands::dashboard;
+use crate::config::Config;
+use crate::model::{Event, Millis, Snapshot};
+use crate::record::Recording;
+use crate::ui::theme::{Theme, depth_from_env};
+
+/// A recording as replay's timeline.
+pub struct RecordingTimeline(pub Recording);
+
+impl Timeline for RecordingTimeline {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn time(&self, i: usize) -> Millis {
+        self.0.times().get(i).copied().unwrap_or(0)
+    }
+
+    fn get(&self, i: usize) -> Option<Snapshot> {
+        // A snapshot that cannot be read is a gap (the App counts them).
+        self.0.get(i).ok()
+    }
+
+    fn events(&self) -> Vec<Event> {
+        self.0.events().iter().map(|e| e.event.clone()).collect()
+    }
+
+    fn position_at(&self, t_ms: Millis) -> usize {
+        self.0.position_at(t_ms)
+    }
+}
+
+/// Opens `path` and builds the App over it (the part tests and benches use).
+pub fn open_app(path: &Path, config: Config, me: String) -> Result<App> {
+    let rec = Recording::open(path)?;
+    if rec.is_empty() {
+        anyhow::bail!("{}: the recording holds no snapshots", path.display());
+    }
+    let system = rec.system();
+    let interval = Some(std::time::Duration::from_millis(
+        rec.header().interval_ms.max(100),
+    ));
+    let config = config.with_interval(interval);
+    let warnings: Vec<String> = rec.warnings().to_vec();
+    let mut app = App::replaying_from(config, system, Box::new(RecordingTimeline(rec)), me);
+    app.read_only = true;
+    if let Some(w) = warnings.first() {
+        app.update(crate::app::Event::Outcome(crate::app::Outcome {
+            ok: false,
+            text: format!(
+                "{w} ({} warning{})",
+                warnings.len(),
+                if warnings.len() == 1 { "" } else { "s" }
+            ),
+        }));
+    }
+    Ok(app)
+}
+
+pub fn run(args: &ReplayArgs, src: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
+    let config = dashboard::load_config(src, ui)?;
+    let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
+    let mut app = open_app(&args.file, config, me)
+        .with_context(|| format!("replaying {}", args.file.display()))?;
+    app.theme = theme;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(dashboard::run(
+        app,
+        dashboard::Feed::None,
+        dashboard::Hooks::default(),
+    ))
+}

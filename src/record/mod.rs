@@ -1,0 +1,114 @@
+//! Recording snapshots to a file and reading them back: JSON Lines, plain
+//! or zstd-compressed, described in docs/recording-format.md.
+//!
+//! - [`format`]: the line types and the columnar snapshot encoding.
+//! - [`writer`]: appends snapshots with crash safety, rotation and
+//!   warnings instead of failures while recording.
+//! - [`reader`]: opens a recording through its index and decodes any
+//!   snapshot on demand.
+
+pub mod background;
+pub mod format;
+pub mod reader;
+pub mod writer;
+mod zst;
+
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+pub use format::{FORMAT, Header, VERSION};
+pub use reader::{RecordedEvent, Recording};
+pub use writer::{RecordWarning, WriteOutcome, Writer, WriterOptions, WriterStats};
+
+/// What went wrong reading or creating a recording; every message names
+/// the file, and the line where there is one. Messages are complete in
+/// themselves (no error chain to print).
+#[derive(Debug, Error)]
+pub enum RecordError {
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
+    #[error("{path} is not a vramwatch recording: {why}")]
+    NotARecording { path: String, why: String },
+    #[error(
+        "{path} is recording format version {found} (written by vramwatch {writer}); this vramwatch {ours} reads version {VERSION} only: {advice}"
+    )]
+    Version {
+        path: String,
+        found: u64,
+        writer: String,
+        ours: &'static str,
+        advice: &'static str,
+    },
+    #[error("{path}:{line}: {error}")]
+    Line {
+        path: String,
+        line: u64,
+        error: format::LineError,
+    },
+    #[error("{path}: the compressed data from byte {offset} is corrupt: {why}")]
+    Corrupt {
+        path: String,
+        offset: u64,
+        why: String,
+    },
+    #[error("{path} already exists: choose another name, remove it, or pass --force to overwrite")]
+    Exists { path: String },
+    #[error("snapshot {index} does not exist: {path} holds {len} snapshots")]
+    OutOfRange {
+        path: String,
+        index: usize,
+        len: usize,
+    },
+}
+
+impl RecordError {
+    pub(crate) fn io(path: &Path, error: std::io::Error) -> RecordError {
+        RecordError::Io {
+            path: path.display().to_string(),
+            error,
+        }
+    }
+}
+
+/// Whether a recording at `path` is written compressed: its name ends in
+/// `.zst`.
+pub fn is_zstd_path(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "zst")
+}
+
+/// The name the `n`th older file gets when `path` is rotated:
+/// `run.jsonl` → `run.1.jsonl`, `run.jsonl.zst` → `run.1.jsonl.zst`.
+pub fn rotated_path(path: &Path, n: u32) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let split = [".jsonl.zst", ".json.zst", ".jsonl", ".json", ".zst"]
+        .iter()
+        .find(|s| name.len() > s.len() && name.ends_with(*s))
+        .map(|s| name.len() - s.len())
+        .or_else(|| name.rfind('.').filter(|&i| i > 0))
+        .unwrap_or(name.len());
+    let (stem, ext) = name.split_at(split);
+    path.with_file_name(format!("{stem}.{n}{ext}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotated_names_keep_the_extensions() {
+        let r = |p: &str| rotated_path(Path::new(p), 2).display().to_string();
+        assert_eq!(r("/d/run.jsonl"), "/d/run.2.jsonl");
+        assert_eq!(r("/d/run.jsonl.zst"), "/d/run.2.jsonl.zst");
+        assert_eq!(r("run.v1.jsonl"), "run.v1.2.jsonl");
+        assert_eq!(r("run.zst"), "run.2.zst");
+        assert_eq!(r("run.log"), "run.2.log");
+        assert_eq!(r("run"), "run.2");
+        assert_eq!(r(".jsonl"), ".jsonl.2");
+        assert!(is_zstd_path(Path::new("a.jsonl.zst")));
+        assert!(!is_zstd_path(Path::new("a.jsonl")));
+    }
+}
