@@ -106,17 +106,51 @@ fn record_refuses_to_overwrite_unless_forced() {
 }
 
 #[test]
-fn record_serve_is_not_there_yet_and_says_so() {
+fn record_serve_shares_the_sampler_with_an_exporter() {
+    use std::io::{Read, Write};
     let d = tempfile::tempdir().unwrap();
-    vw().args(["record", "--demo", "--serve", "127.0.0.1:9400", "-o"])
-        .arg(d.path().join("x.jsonl"))
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let out = d.path().join("x.jsonl");
+    let mut child = StdCommand::new(assert_cmd::cargo::cargo_bin("vramwatch"))
+        .args([
+            "record",
+            "--demo",
+            "--duration",
+            "4s",
+            "--serve",
+            &addr,
+            "-o",
+        ])
+        .arg(&out)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut body = String::new();
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+            let _ = s.read_to_string(&mut body);
+            if body.contains("DCGM_FI_DEV_FB_USED{") {
+                break;
+            }
+        }
+    }
+    assert!(body.contains("DCGM_FI_DEV_FB_USED{"), "{body}");
+    assert!(child.wait().unwrap().success());
+    assert!(Recording::open(&out).unwrap().len() >= 2);
+    // A bad address stops it before anything is written.
+    vw().args(["record", "--demo", "--serve", "nonsense", "-o"])
+        .arg(d.path().join("y.jsonl"))
         .assert()
         .code(2)
-        .stderr(
-            predicate::str::contains("not available yet")
-                .and(predicate::str::contains("vramwatch serve")),
-        );
-    assert!(!d.path().join("x.jsonl").exists());
+        .stderr(predicate::str::contains("--serve"));
+    assert!(!d.path().join("y.jsonl").exists());
 }
 
 fn spawn_record(out: &Path) -> std::process::Child {
