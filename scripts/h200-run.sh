@@ -19,8 +19,8 @@ set -uo pipefail
 OUT=${OUT:-$PWD/h200-out}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/run.log") 2>&1
-VW=$PWD/target/release/vramwatch
-B=$PWD/.bench
+VW=${VW:-$PWD/target/release/vramwatch}
+B=${B:-$PWD/.bench}
 S=$PWD/scripts
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --target /tmp/site "$B"/wheels/*.whl
@@ -46,10 +46,11 @@ sleep 2
 at "recorders"
 setsid "$VW" record -o /tmp/h200-10min.jsonl.zst --duration 10m >"$OUT/record-10min.log" 2>&1 < /dev/null &
 "$VW" record -o "$OUT/h200-leak-oom.jsonl.zst" --duration 250s >"$OUT/record-fixture.log" 2>&1 &
+FIXTURE=$!
 sleep 20
 
 at "snapshot and metrics vs nvidia-smi"
-START_WORKLOAD=0 bash "$S/gpu-check.sh" "$VW" >"$OUT/gpu-check.txt" 2>&1; echo "gpu-check exit $?" >>"$OUT/gpu-check.txt"
+START_WORKLOAD=0 timeout 60 bash "$S/gpu-check.sh" "$VW" >"$OUT/gpu-check.txt" 2>&1; echo "gpu-check exit $?" >>"$OUT/gpu-check.txt"
 "$VW" serve --listen 127.0.0.1:9400 >"$OUT/serve.log" 2>&1 &
 SERVE=$!
 sleep 3
@@ -67,14 +68,14 @@ kill $SERVE
 
 at "sampler cost (background)"
 printf '[sampling]\nproc_util_interval = "2s"\n' >/tmp/proc2s.toml
-("$VW" bench-sampler --seconds 40 >"$OUT/sampler-default.json" 2>&1; "$VW" --config /tmp/proc2s.toml bench-sampler --seconds 40 >"$OUT/sampler-proc2s.json" 2>&1) &
+("$VW" bench-sampler --seconds "${COST_S:-40}" >"$OUT/sampler-default.json" 2>&1; "$VW" --config /tmp/proc2s.toml bench-sampler --seconds "${COST_S:-40}" >"$OUT/sampler-proc2s.json" 2>&1) &
 COST=$!
 
 at "ptybench 120x40"
 mkdir -p "$OUT/pty"
 pty() { # label cols rows cmd...
   local label=$1 c=$2 r=$3; shift 3
-  python3 "$B/ptybench.py" --cols "$c" --rows "$r" --seconds 60 --warmup 3 --label "$label" --save "$OUT/pty/$label-${c}x$r.raw" -- "$@" >"$OUT/pty/$label-${c}x$r.json"
+  python3 "$B/ptybench.py" --cols "$c" --rows "$r" --seconds "${PTY_S:-60}" --warmup 3 --label "$label" --save "$OUT/pty/$label-${c}x$r.raw" -- "$@" >"$OUT/pty/$label-${c}x$r.json"
 }
 P=()
 pty vramwatch 120 40 "$VW" & P+=($!)
@@ -91,9 +92,9 @@ wait "${P[@]}"
 wait $COST
 
 at "PyTorch allocator"
-(cd /tmp && python3 -m vramwatch_torch "$OLDPWD/python/examples/fragment.py" >"$OUT/fragment.log" 2>&1) &
+timeout 120 python3 python/examples/fragment.py --device 0 --cap-gib 8 --hold 40 >"$OUT/fragment.log" 2>&1 &
 FRAG=$!
-sleep 25
+sleep 20
 "$VW" snapshot --json >"$OUT/snapshot-torch.json"
 python3 "$B/ptybench.py" --cols 120 --rows 40 --seconds 8 --warmup 3 --label drill --keys $'/fragment\r\r' --save "$OUT/pty/drilldown-120x40.raw" -- "$VW" >"$OUT/pty/drilldown.json"
 wait $FRAG
@@ -108,6 +109,10 @@ python3 "$S/peer_table.py" "$OUT"/pty/*-200x60.json >"$OUT/table-200x60.md"
 cat "$OUT"/table-*.md "$OUT/gpu-check.txt" "$OUT/metrics-check.txt" "$OUT"/sampler-*.json
 at "results packed; the 10-minute recording goes on (h200-collect.sh)"
 (cd "$OUT" && tar czf /tmp/results.tgz --exclude='*.zst' . && mv /tmp/results.tgz "$OUT/results.tgz")
+wait $FIXTURE
+if [ -n "${OUT_FINAL:-}" ]; then
+  cp "$OUT/results.tgz" "$OUT/h200-leak-oom.jsonl.zst" "$OUT/run.log" "$OUT_FINAL/" 2>/dev/null
+fi
 # Stay until the second leak has run into OOM, so the fixture recording of
 # GPU 1 is complete, and leave the rest to the collect step.
 while [ $(($(date +%s) - t0)) -lt "${STAY_S:-560}" ]; do sleep 5; done

@@ -43,6 +43,8 @@ struct GpuRow<'a> {
     pcie_tx_kbs: Option<u32>,
     energy_j: Option<f64>,
     ecc_volatile: Option<u64>,
+    /// ms from the start of the sampling round to this GPU's read.
+    lag_ms: u32,
 }
 
 #[derive(Serialize)]
@@ -108,6 +110,7 @@ fn gpu_row<'a>(time: &'a str, s: &Snapshot, g: &GpuSample) -> GpuRow<'a> {
         pcie_tx_kbs: g.pcie_tx_kbs,
         energy_j: g.energy_mj.map(|e| e as f64 / 1000.0),
         ecc_volatile: g.ecc_volatile,
+        lag_ms: g.lag_ms,
     }
 }
 
