@@ -37,7 +37,7 @@ fn cycle(c: &mut Criterion) {
                     asm.fold_peaks(i, peaks);
                     asm.fold_normal(i, p.normal(t + 900, true));
                     if seq % 5 == 0 {
-                        asm.fold_slow(i, p.slow(t + 900));
+                        asm.fold_slow(i, p.slow(t + 900, seq % 30 == 0));
                     }
                 }
                 let mut snap = asm.publish(seq, t + 900);

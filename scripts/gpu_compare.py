@@ -17,6 +17,11 @@ import json, sys
 MiB = 1 << 20
 
 
+def mib(b):
+    """Bytes to whole MiB, rounded up as nvidia-smi does."""
+    return -(-b // MiB)
+
+
 def read_smi(path):
     gpus, apps = {}, {}
     section = None
@@ -102,10 +107,10 @@ def main():
             ok = False
             continue
         m = g["mem"]
-        check(f"GPU {i} memory.used (MiB)", m["used"] // MiB, a_gpus[i]["used"], b_gpus[i]["used"])
-        check(f"GPU {i} memory.reserved (MiB)", m["reserved"] // MiB, a_gpus[i]["reserved"], b_gpus[i]["reserved"])
-        check(f"GPU {i} memory.total (MiB)", m["total"] // MiB, a_gpus[i]["total"], b_gpus[i]["total"])
-        check(f"GPU {i} memory.free (MiB)", m["free"] // MiB, a_gpus[i]["free"], b_gpus[i]["free"])
+        check(f"GPU {i} memory.used (MiB)", mib(m["used"]), a_gpus[i]["used"], b_gpus[i]["used"])
+        check(f"GPU {i} memory.reserved (MiB)", mib(m["reserved"]), a_gpus[i]["reserved"], b_gpus[i]["reserved"])
+        check(f"GPU {i} memory.total (MiB)", mib(m["total"]), a_gpus[i]["total"], b_gpus[i]["total"])
+        check(f"GPU {i} memory.free (MiB)", mib(m["free"]), a_gpus[i]["free"], b_gpus[i]["free"])
         if info["uuid"] != a_gpus[i]["uuid"]:
             rows.append(f"GPU {i} uuid {info['uuid']} vs {a_gpus[i]['uuid']}  MISMATCH")
             ok = False
@@ -127,7 +132,7 @@ def main():
         mem = ours[key]["mem"]
         a = a_apps.get(key, b_apps.get(key))
         b = b_apps.get(key, a)
-        check(f"GPU {gpu} PID {pid} used_memory (MiB)", (mem or 0) // MiB, a, b)
+        check(f"GPU {gpu} PID {pid} used_memory (MiB)", mib(mem or 0), a, b)
     print("\n".join(rows))
     n_pids = len(ours)
     print(f"\n{len(snap['gpus'])} GPUs, {n_pids} processes: " + ("ALL AGREE" if ok else "DISAGREEMENT"))

@@ -101,6 +101,9 @@ pub enum Command {
     BenchSampler {
         #[arg(long, default_value_t = 30)]
         seconds: u64,
+        /// Instead: the CPU and wall time of each NVML call on GPU 0.
+        #[arg(long)]
+        calls: bool,
     },
 }
 

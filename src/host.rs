@@ -41,7 +41,7 @@ pub fn start_time_of(pid: u32) -> Option<u64> {
     s.refresh_processes_specifics(
         ProcessesToUpdate::Some(&[p]),
         true,
-        ProcessRefreshKind::nothing(),
+        ProcessRefreshKind::nothing().without_tasks(),
     );
     s.process(p).map(|p| p.start_time())
 }
@@ -196,7 +196,10 @@ impl ProcHost {
             system.refresh_processes_specifics(
                 ProcessesToUpdate::Some(&pids),
                 true,
+                // Not the threads: a PyTorch process has dozens, and
+                // reading each one's /proc entry cost more than all of NVML.
                 ProcessRefreshKind::nothing()
+                    .without_tasks()
                     .with_cpu()
                     .with_memory()
                     .with_cmd(UpdateKind::OnlyIfNotSet)

@@ -35,8 +35,8 @@ fn run(cli: Cli) -> Result<()> {
     let me = host::current_user();
     match &cli.command {
         Some(Command::Snapshot { json }) => commands::snapshot::run(*json, &cli.source, &me),
-        Some(Command::BenchSampler { seconds }) => {
-            commands::bench_sampler::run_cli(*seconds, &cli.source, &me)
+        Some(Command::BenchSampler { seconds, calls }) => {
+            commands::bench_sampler::run_cli(*seconds, *calls, &cli.source, &me)
         }
         Some(Command::Config { action }) => {
             commands::config::run(action, cli.source.config.as_deref())

@@ -286,15 +286,35 @@ pub mod units {
         }
     }
 
-    /// Whole MiB, as nvidia-smi prints them.
+    /// Whole MiB as nvidia-smi prints them: rounded up (measured on an
+    /// H200: 644,939,776 bytes reserved = 615.06 MiB is shown as 616).
     pub fn mib(b: u64) -> u64 {
-        b / MIB
+        b.div_ceil(MIB)
     }
 
-    /// A signed rate in bytes per second → "+12.3M/s".
+    /// A signed rate in bytes per second → "+130M/s", to two significant
+    /// figures (a rate is an estimate; more digits only flicker).
     pub fn rate_short(bps: f64) -> String {
         let sign = if bps < 0.0 { "-" } else { "+" };
-        format!("{sign}{}/s", bytes_short(bps.abs() as u64))
+        let a = bps.abs();
+        let (v, unit) = if a >= GIB as f64 {
+            (a / GIB as f64, "G")
+        } else if a >= MIB as f64 {
+            (a / MIB as f64, "M")
+        } else if a >= KIB as f64 {
+            (a / KIB as f64, "K")
+        } else {
+            (a, "B")
+        };
+        let v = if v >= 10.0 {
+            let scale = 10f64.powf(v.log10().floor() - 1.0);
+            format!("{:.0}", (v / scale).round() * scale)
+        } else if unit == "B" {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        };
+        format!("{sign}{v}{unit}/s")
     }
 
     /// An age, at minute resolution past a minute so it changes rarely:
@@ -342,6 +362,9 @@ mod tests {
         assert_eq!(duration_short(130), "2m10s");
         assert_eq!(duration_short(3 * 3600 + 5 * 60), "3h05m");
         assert_eq!(duration_short(2 * 86_400 + 4 * 3600), "2d04h");
+        assert_eq!(rate_short(504.0 * MIB as f64), "+500M/s");
+        assert_eq!(rate_short(-128.0 * MIB as f64), "-130M/s");
+        assert_eq!(rate_short(0.0), "+0B/s");
         assert_eq!(age_short(59), "59s");
         assert_eq!(age_short(179), "2m");
         assert_eq!(age_short(3 * 3600 + 5 * 60), "3h05m");

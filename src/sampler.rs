@@ -31,8 +31,10 @@ pub struct Schedule {
     pub interval: Duration,
     /// Fast lane (memory only); `None` turns it off.
     pub fast: Option<Duration>,
-    /// Slow lane (PCIe, energy, ECC, XID); `None` turns it off.
+    /// Slow lane (energy, ECC, XID, and PCIe when due); `None` turns it off.
     pub slow: Option<Duration>,
+    /// PCIe throughput period (whole slow-lane periods); `None` = off.
+    pub pcie: Option<Duration>,
     /// Process utilisation period (rounded to whole intervals).
     pub proc_util: Duration,
     /// Burst sampling: from this memory % the fast lane runs at this period.
@@ -45,6 +47,7 @@ impl Default for Schedule {
             interval: Duration::from_secs(1),
             fast: Some(Duration::from_millis(100)),
             slow: Some(Duration::from_secs(5)),
+            pcie: Some(Duration::from_secs(30)),
             proc_util: Duration::from_secs(1),
             burst: Some((90.0, Duration::from_millis(50))),
         }
@@ -52,6 +55,12 @@ impl Default for Schedule {
 }
 
 impl Schedule {
+    /// Slow rounds between two PCIe reads (`None`: never).
+    fn pcie_every(&self) -> Option<u64> {
+        let (pcie, slow) = (self.pcie?, self.slow?);
+        Some(((pcie.as_millis() / slow.as_millis().max(1)) as u64).max(1))
+    }
+
     /// Normal rounds between two process-utilisation reads (at least 1).
     fn proc_util_every(&self) -> u64 {
         let n = self.proc_util.as_millis() / self.interval.as_millis().max(1);
@@ -179,6 +188,13 @@ impl Assembler {
         match r {
             Ok(mut s) => {
                 slot.xids.append(&mut s.xids);
+                if !s.pcie_read
+                    && let Some(old) = &slot.slow
+                {
+                    // PCIe is read less often: keep the last figures.
+                    s.pcie_rx_kbs = old.pcie_rx_kbs;
+                    s.pcie_tx_kbs = old.pcie_tx_kbs;
+                }
                 slot.slow = Some(s);
             }
             Err(e) => Self::mark_lost(slot, e),
@@ -402,7 +418,7 @@ impl Assembler {
 
 enum Request {
     Normal(Millis, bool),
-    Slow(Millis),
+    Slow(Millis, bool),
     /// Change (or stop, with `None`) the fast lane's period.
     FastPeriod(Option<Duration>),
 }
@@ -433,7 +449,9 @@ impl Sampler {
     /// runtime.
     pub fn spawn(source: Box<dyn Source>, schedule: Schedule) -> Sampler {
         let system = source.system();
-        let (tx, _) = broadcast::channel(256);
+        // Small: the channel keeps its last values alive, and a consumer
+        // that falls behind skips to the newest anyway.
+        let (tx, _) = broadcast::channel(8);
         let (latest_tx, latest) = watch::channel(None);
         let (stop_tx, stop_rx) = watch::channel(false);
         let (reply_tx, reply_rx) = mpsc::unbounded_channel();
@@ -549,7 +567,7 @@ fn spawn_worker(
                     let lag = now_ms().saturating_sub(t) as u32;
                     Reply::Normal(gpu, t, Box::new((r, std::mem::take(&mut peaks))), lag)
                 }
-                Some(Request::Slow(t)) => Reply::Slow(gpu, probe.slow(t)),
+                Some(Request::Slow(t, pcie)) => Reply::Slow(gpu, probe.slow(t, pcie)),
                 Some(Request::FastPeriod(p)) => {
                     fast = p;
                     next = Instant::now() + p.unwrap_or_default();
@@ -645,7 +663,9 @@ impl Run {
         let mut slow = interval(slow_period);
         slow.set_missed_tick_behavior(MissedTickBehavior::Skip);
         let util_every = self.schedule.proc_util_every();
+        let pcie_every = self.schedule.pcie_every();
         let mut rounds = 0u64;
+        let mut slow_rounds = 0u64;
         let mut round: Option<Round> = None;
         // Half the interval, but never more than 500 ms: a GPU that has not
         // answered by then is shown stale rather than holding up the others.
@@ -707,8 +727,10 @@ impl Run {
                 }
                 _ = slow.tick(), if self.schedule.slow.is_some() => {
                     let t = now_ms();
+                    let pcie = pcie_every.is_some_and(|n| slow_rounds.is_multiple_of(n));
+                    slow_rounds += 1;
                     for w in &mut self.slow {
-                        w.offer(Request::Slow(t), 1);
+                        w.offer(Request::Slow(t, pcie), 1);
                     }
                 }
                 _ = sleep_until(deadline), if deadline.is_some() => {
@@ -795,7 +817,7 @@ pub fn sample_once(source: &dyn Source, cpu_window: Duration) -> Snapshot {
             thread::spawn(move || {
                 let first = probe.fast(t);
                 let normal = probe.normal(t, true);
-                let slow = probe.slow(t);
+                let slow = probe.slow(t, true);
                 (first, normal, slow)
             })
         })
@@ -1008,6 +1030,7 @@ mod tests {
             slow: Some(Duration::from_millis(400)),
             proc_util: Duration::from_millis(200),
             burst: None,
+            pcie: Some(Duration::from_millis(400)),
         };
         let sampler = Sampler::spawn(Box::new(source), schedule);
         let mut rx = sampler.subscribe();

@@ -23,13 +23,13 @@ fn smi(v: &serde_json::Value, tweak: impl Fn(&mut u64, &str)) -> String {
         let i = g["index"].as_u64().unwrap();
         let uuid = v["system"]["gpus"][i as usize]["uuid"].as_str().unwrap();
         let m = &g["mem"];
-        let mut used = m["used"].as_u64().unwrap() / MIB;
+        let mut used = m["used"].as_u64().unwrap().div_ceil(MIB);
         tweak(&mut used, &format!("gpu{i}"));
         s += &format!(
             "{i}, {uuid}, {used}, {}, {}, {}\n",
-            m["reserved"].as_u64().unwrap() / MIB,
-            m["total"].as_u64().unwrap() / MIB,
-            m["free"].as_u64().unwrap() / MIB
+            m["reserved"].as_u64().unwrap().div_ceil(MIB),
+            m["total"].as_u64().unwrap().div_ceil(MIB),
+            m["free"].as_u64().unwrap().div_ceil(MIB)
         );
     }
     s += "#apps\n";
@@ -38,7 +38,7 @@ fn smi(v: &serde_json::Value, tweak: impl Fn(&mut u64, &str)) -> String {
             .as_str()
             .unwrap();
         let pid = p["pid"].as_u64().unwrap();
-        let mut mem = p["mem"].as_u64().unwrap() / MIB;
+        let mut mem = p["mem"].as_u64().unwrap().div_ceil(MIB);
         tweak(&mut mem, &format!("pid{pid}"));
         if mem != u64::MAX {
             s += &format!("{uuid}, {pid}, {mem}\n");

@@ -208,7 +208,7 @@ fn prometheus_stores_what_the_snapshot_reports() {
             .unwrap_or_else(|| panic!("no DCGM_FI_DEV_FB_USED for GPU {index}"));
         assert_eq!(
             s.1,
-            (used / MIB) as f64,
+            used.div_ceil(MIB) as f64,
             "GPU {index}: MiB as dcgm-exporter reports"
         );
         assert_eq!(label(&s.0, "device"), format!("nvidia{index}"));

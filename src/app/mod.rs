@@ -81,13 +81,28 @@ pub struct Eta {
 }
 
 impl Eta {
-    /// "~2m10s (1m58s–2m20s)", or "~2m10s (≥1m58s)" when it may not fill.
+    /// "~2m10s (1m50s–2m20s)", or "~2m10s (≥1m50s)" when it may not fill.
+    /// Rounded to a step that grows with the time (1 s under a minute, 10 s
+    /// under ten, then minutes), as precise as a forecast is, and steady on
+    /// screen.
     pub fn describe(&self) -> String {
         use crate::model::units::duration_short as d;
-        let eta = d(self.eta_s.round() as u64);
-        let low = d(self.low_s.floor() as u64);
+        let step = |s: f64| -> f64 {
+            if s < 60.0 {
+                1.0
+            } else if s < 600.0 {
+                10.0
+            } else if s < 3600.0 {
+                60.0
+            } else {
+                600.0
+            }
+        };
+        let r = |s: f64, f: fn(f64) -> f64| (f(s / step(s)) * step(s)) as u64;
+        let eta = d(r(self.eta_s, f64::round));
+        let low = d(r(self.low_s, f64::floor));
         match self.high_s {
-            Some(h) => format!("~{eta} ({low}–{})", d(h.ceil() as u64)),
+            Some(h) => format!("~{eta} ({low}–{})", d(r(h, f64::ceil))),
             None => format!("~{eta} (≥{low})"),
         }
     }

@@ -14,6 +14,18 @@ use nix::sys::resource::{UsageWho, getrusage};
 use crate::sampler::{Sampler, Schedule, now_ms};
 use crate::source::Source;
 
+/// This process's resident memory (VmRSS), KiB.
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// CPU seconds (user + system) this process has used.
 pub fn cpu_seconds() -> f64 {
     match getrusage(UsageWho::RUSAGE_SELF) {
@@ -37,6 +49,7 @@ pub struct Costs {
     pub ratio: f64,
     pub snapshots: u64,
     pub fast_reads_per_snapshot: f64,
+    pub rss_kib_end: u64,
 }
 
 /// Phase 1: the calls alone, on the sampler's schedule, from one thread.
@@ -52,6 +65,7 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
     let cpu0 = cpu_seconds();
     let (mut next_fast, mut next_normal, mut next_slow) = (start, start, start);
     let mut rounds = 0u64;
+    let mut slow_rounds = 0u64;
     while start.elapsed() < run {
         let now = Instant::now();
         let t = now_ms();
@@ -70,8 +84,13 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
             next_fast += fast_every;
         }
         if now >= next_slow && schedule.slow.is_some() {
+            let pcie_due = schedule.pcie.is_some_and(|p| {
+                let every = (p.as_millis() / slow_every.as_millis().max(1)).max(1) as u64;
+                slow_rounds.is_multiple_of(every)
+            });
+            slow_rounds += 1;
             for p in &mut slow {
-                let _ = p.slow(t);
+                let _ = p.slow(t, pcie_due);
             }
             next_slow += slow_every;
         }
@@ -133,11 +152,25 @@ pub fn run(
         ratio: if raw > 0.0 { cpu / raw } else { f64::NAN },
         snapshots,
         fast_reads_per_snapshot: per,
+        rss_kib_end: rss_kib(),
     })
 }
 
 /// `vramwatch bench-sampler`: prints the figures as JSON.
-pub fn run_cli(seconds: u64, source: &crate::cli::SourceArgs, me: &str) -> Result<()> {
+pub fn run_cli(seconds: u64, calls: bool, source: &crate::cli::SourceArgs, me: &str) -> Result<()> {
+    if calls {
+        let rss0 = rss_kib();
+        let costs = crate::source::nvml::call_costs(0)?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "rss_kib_before_nvml": rss0,
+                "rss_kib_after_calls": rss_kib(),
+                "calls": costs,
+            }))?
+        );
+        return Ok(());
+    }
     let config = crate::config::load(source.config.as_deref())?.with_interval(source.interval);
     let (demo, seed, me) = (source.demo.clone(), source.seed, me.to_owned());
     let open = move || -> Result<Box<dyn Source>> {

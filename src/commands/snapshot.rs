@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::model::units::{MIB, bytes_short};
+use crate::model::units::bytes_short;
 use crate::model::{GpuState, Snapshot, SystemInfo};
 
 /// `vramwatch snapshot [--json]`: reads every lane once and prints.
@@ -58,7 +58,7 @@ pub fn to_json(system: &SystemInfo, snap: &Snapshot) -> Value {
 }
 
 fn mib(b: Option<u64>) -> String {
-    b.map_or_else(|| "N/A".into(), |b| (b / MIB).to_string())
+    b.map_or_else(|| "N/A".into(), |b| crate::model::units::mib(b).to_string())
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>, unit: &str) -> String {
@@ -171,6 +171,7 @@ pub fn to_table(system: &SystemInfo, snap: &Snapshot, width: Option<usize>) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::units::MIB;
     use crate::source::sim::SimWorld;
 
     const T0: u64 = 1_764_000_000_000;

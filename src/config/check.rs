@@ -310,6 +310,12 @@ impl Validator<'_> {
             d.slow_interval,
             SEC..=HOUR,
         );
+        let pcie = self.duration_or_off(
+            "[sampling] pcie_interval",
+            &r.pcie_interval,
+            d.pcie_interval,
+            SEC..=HOUR,
+        );
         let proc_util = self.duration(
             "[sampling] proc_util_interval",
             &r.proc_util_interval,
@@ -341,6 +347,7 @@ impl Validator<'_> {
             interval: interval.value,
             fast_interval: fast.value,
             slow_interval: slow.value,
+            pcie_interval: pcie.value,
             proc_util_interval: proc_util.value,
             history: history.value,
             exited_keep: exited_keep.value,

@@ -57,6 +57,9 @@ pub struct Sampling {
     pub fast_interval: Option<Duration>,
     /// Slow lane (PCIe, energy, ECC), `None` = off; 1 s ..= 1 h.
     pub slow_interval: Option<Duration>,
+    /// PCIe throughput (read in the slow lane; each read samples for 20 ms),
+    /// `None` = off; 1 s ..= 1 h, rounded to whole slow-lane periods.
+    pub pcie_interval: Option<Duration>,
     /// Process utilisation period, interval ..= 1 h.
     pub proc_util_interval: Duration,
     /// How much history is kept, 1 min ..= 7 days.
@@ -71,6 +74,7 @@ impl Default for Sampling {
             interval: Duration::from_secs(1),
             fast_interval: Some(Duration::from_millis(100)),
             slow_interval: Some(Duration::from_secs(5)),
+            pcie_interval: Some(Duration::from_secs(30)),
             proc_util_interval: Duration::from_secs(1),
             history: Duration::from_secs(3600),
             exited_keep: Duration::from_secs(300),
@@ -100,6 +104,7 @@ impl Config {
             interval: s.interval,
             fast: s.fast_interval,
             slow: s.slow_interval,
+            pcie: s.pcie_interval,
             proc_util: s.proc_util_interval,
             burst: self
                 .alerts

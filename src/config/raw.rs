@@ -32,6 +32,7 @@ pub struct RawSampling {
     pub interval: S<Text<DurationKind>>,
     pub fast_interval: S<Text<DurationOrOffKind>>,
     pub slow_interval: S<Text<DurationOrOffKind>>,
+    pub pcie_interval: S<Text<DurationOrOffKind>>,
     pub proc_util_interval: S<Text<DurationKind>>,
     pub history: S<Text<DurationKind>>,
     pub exited_keep: S<Text<DurationKind>>,

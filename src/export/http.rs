@@ -644,6 +644,7 @@ mod tests {
                 slow: Some(Duration::from_millis(500)),
                 proc_util: Duration::from_millis(interval_ms),
                 burst: None,
+                pcie: None,
             },
         )
     }
@@ -905,6 +906,7 @@ mod tests {
         fn slow(
             &mut self,
             _: u64,
+            _: bool,
         ) -> Result<crate::source::SlowReading, crate::source::ProbeError> {
             Ok(Default::default())
         }
@@ -942,6 +944,7 @@ mod tests {
                 slow: None,
                 proc_util: Duration::from_millis(100),
                 burst: None,
+                pcie: None,
             },
         );
         let mut rx = s.subscribe();

@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::config::Severity;
-use crate::model::units::MIB;
 use crate::model::{EventKind, GpuSample, GpuState, ProcSample, Snapshot, SystemInfo};
 use crate::sanitize;
 
@@ -285,7 +284,8 @@ pub struct Body<'a> {
 }
 
 fn mib(b: u64) -> Value {
-    Value::Int(b / MIB)
+    // Rounded up, as nvidia-smi and DCGM show MiB.
+    Value::Int(crate::model::units::mib(b))
 }
 
 fn int(v: Option<u32>) -> Option<Value> {
@@ -664,7 +664,7 @@ pub fn xid_of(kind: EventKind, message: &str) -> Option<u64> {
 mod tests {
     use super::*;
     use crate::export::{AlertState, GpuExtra, ProcExtra};
-    use crate::model::units::GIB;
+    use crate::model::units::{GIB, MIB};
     use crate::model::{MemInfo, ProcessKey};
     use crate::source::sim::SimWorld;
     use std::sync::Arc;
@@ -783,14 +783,14 @@ mod tests {
         assert!(used[0].0.starts_with(&want), "{}", used[0].0);
         // MiB, whole, as DCGM reports them.
         let m = g0.mem.unwrap();
-        assert_eq!(used[0].1, (m.used / MIB).to_string());
+        assert_eq!(used[0].1, m.used.div_ceil(MIB).to_string());
         assert_eq!(
             samples(&text, "DCGM_FI_DEV_FB_RESERVED")[0].1,
-            (m.reserved / MIB).to_string()
+            m.reserved.div_ceil(MIB).to_string()
         );
         assert_eq!(
             samples(&text, "DCGM_FI_DEV_FB_FREE")[0].1,
-            (m.free / MIB).to_string()
+            m.free.div_ceil(MIB).to_string()
         );
         // Watts, not milliwatts; mJ stays mJ.
         let w: f64 = samples(&text, "DCGM_FI_DEV_POWER_USAGE")[0]

@@ -84,6 +84,8 @@ pub enum ProcUtilRead {
 /// What a slow-lane read returns.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SlowReading {
+    /// Whether PCIe throughput was read this time.
+    pub pcie_read: bool,
     pub pcie_rx_kbs: Option<u32>,
     pub pcie_tx_kbs: Option<u32>,
     pub energy_mj: Option<u64>,
@@ -104,7 +106,8 @@ pub enum ProbeError {
 pub trait GpuProbe: Send {
     fn fast(&mut self, t_ms: Millis) -> Result<FastReading, ProbeError>;
     fn normal(&mut self, t_ms: Millis, with_proc_util: bool) -> Result<NormalReading, ProbeError>;
-    fn slow(&mut self, t_ms: Millis) -> Result<SlowReading, ProbeError>;
+    /// `with_pcie`: also read PCIe throughput (20 ms of sampling per direction).
+    fn slow(&mut self, t_ms: Millis, with_pcie: bool) -> Result<SlowReading, ProbeError>;
 }
 
 /// Host facts for GPU processes come from /proc for real sources; a

@@ -456,6 +456,7 @@ impl SimWorld {
         meter.mj += power * dt;
         meter.last_s = Some(t);
         SlowReading {
+            pcie_read: true,
             pcie_rx_kbs: Some((util * 2_100.0 + 300.0) as u32),
             pcie_tx_kbs: Some((util * 800.0 + 150.0) as u32),
             energy_mj: Some(meter.mj as u64),
@@ -644,8 +645,12 @@ impl GpuProbe for SimProbe {
         Ok(self.world.normal(self.gpu, t_ms, with_proc_util))
     }
 
-    fn slow(&mut self, t_ms: Millis) -> Result<SlowReading, ProbeError> {
-        Ok(self.world.slow(self.gpu, t_ms, &mut self.meter))
+    fn slow(&mut self, t_ms: Millis, with_pcie: bool) -> Result<SlowReading, ProbeError> {
+        let mut r = self.world.slow(self.gpu, t_ms, &mut self.meter);
+        if !with_pcie {
+            (r.pcie_read, r.pcie_rx_kbs, r.pcie_tx_kbs) = (false, None, None);
+        }
+        Ok(r)
     }
 }
 

@@ -218,10 +218,11 @@ impl Widget for &GpuCard<'_> {
                 l1.push(Span::styled("  unaccounted ", t.dim));
                 l1.push(Span::raw(format!("{:>5}", bytes_short(u))));
             }
-            if let Some((p, at)) = peak {
+            // The time of the peak is in the GPU view: here it would change
+            // with every new peak and cost bytes on every redraw.
+            if let Some((p, _)) = peak {
                 l1.push(Span::styled("  peak ", t.dim));
                 l1.push(Span::styled(format!("{:>5}", bytes_short(p)), t.peak_mark));
-                l1.push(Span::styled(format!(" @{}", app.clock.hms(at)), t.dim));
             }
         }
         Line::from(l1).render(Rect::new(inner.x, inner.y, w, 1), buf);
@@ -333,7 +334,7 @@ impl Widget for &GpuCard<'_> {
                 } else {
                     Severity::Warn
                 };
-                l4.push(Span::styled("  full in", t.label));
+                l4.push(Span::styled("  full in ", t.label));
                 l4.extend(value(eta.describe(), sev, t));
             }
         }

@@ -69,7 +69,7 @@ impl Widget for &ProcessView<'_> {
             Constraint::Length(4),
             Constraint::Min(6),
             Constraint::Length(2),
-            Constraint::Length(if torch { 5 } else { 0 }),
+            Constraint::Length(if torch { 7 } else { 0 }),
         ])
         .areas(inner);
         let [chart_a, alloc_chart_a] = if torch {
