@@ -419,8 +419,9 @@ impl Assembler {
 enum Request {
     Normal(Millis, bool),
     Slow(Millis, bool),
-    /// Change (or stop, with `None`) the fast lane's period.
-    FastPeriod(Option<Duration>),
+    /// Change (or stop, with `None`) the fast lane's period; the bool: read
+    /// the process lists too (every other read), while bursting.
+    FastPeriod(Option<Duration>, bool),
 }
 
 enum Reply {
@@ -534,6 +535,8 @@ fn spawn_worker(
     // request then fails and the GPU shows as stale instead of a crash.
     let _ = thread::Builder::new().name(name).spawn(move || {
         let mut fast = fast;
+        let mut with_procs = false;
+        let mut ticks = 0u64;
         let mut peaks = Peaks::default();
         let mut next = Instant::now();
         loop {
@@ -543,7 +546,13 @@ fn spawn_worker(
                     match rx.recv_timeout(wait) {
                         Ok(r) => Some(r),
                         Err(RecvTimeoutError::Timeout) => {
-                            peaks.add(&probe.fast(now_ms()));
+                            ticks += 1;
+                            let r = if with_procs && ticks.is_multiple_of(2) {
+                                probe.fast(now_ms())
+                            } else {
+                                probe.memory(now_ms())
+                            };
+                            peaks.add(&r);
                             next += period;
                             let now = Instant::now();
                             if next < now {
@@ -568,8 +577,9 @@ fn spawn_worker(
                     Reply::Normal(gpu, t, Box::new((r, std::mem::take(&mut peaks))), lag)
                 }
                 Some(Request::Slow(t, pcie)) => Reply::Slow(gpu, probe.slow(t, pcie)),
-                Some(Request::FastPeriod(p)) => {
+                Some(Request::FastPeriod(p, procs)) => {
                     fast = p;
+                    with_procs = procs;
                     next = Instant::now() + p.unwrap_or_default();
                     continue;
                 }
@@ -775,7 +785,10 @@ impl Run {
             if want != on
                 && let Some(w) = self.main.get(i)
                 && w.tx
-                    .try_send(Request::FastPeriod(Some(if want { burst } else { fast })))
+                    .try_send(Request::FastPeriod(
+                        Some(if want { burst } else { fast }),
+                        want,
+                    ))
                     .is_ok()
             {
                 self.bursting[i] = want;

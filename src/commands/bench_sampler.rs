@@ -77,7 +77,7 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
             next_normal += schedule.interval;
         } else if now >= next_fast && schedule.fast.is_some() {
             for p in &mut main {
-                let _ = p.fast(t);
+                let _ = p.memory(t);
             }
         }
         while next_fast <= now {

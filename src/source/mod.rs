@@ -105,6 +105,13 @@ pub enum ProbeError {
 /// out several probes for the same GPU (one per lane thread).
 pub trait GpuProbe: Send {
     fn fast(&mut self, t_ms: Millis) -> Result<FastReading, ProbeError>;
+    /// Device memory only (no process lists): the fast lane's usual read.
+    /// On an H200 the process lists cost ~20× the memory call when polled
+    /// at 10 Hz, so they are read with the normal lane, and in the fast lane
+    /// only while a GPU is near full (burst).
+    fn memory(&mut self, t_ms: Millis) -> Result<FastReading, ProbeError> {
+        self.fast(t_ms)
+    }
     fn normal(&mut self, t_ms: Millis, with_proc_util: bool) -> Result<NormalReading, ProbeError>;
     /// `with_pcie`: also read PCIe throughput (20 ms of sampling per direction).
     fn slow(&mut self, t_ms: Millis, with_pcie: bool) -> Result<SlowReading, ProbeError>;

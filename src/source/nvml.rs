@@ -251,6 +251,8 @@ impl Source for NvmlSource {
             unsupported: 0,
             last_util_ts: None,
             events: None,
+            normal_reads: 0,
+            bar1: None,
         })
     }
 
@@ -298,6 +300,8 @@ struct NvmlProbe {
     unsupported: u32,
     last_util_ts: Option<u64>,
     events: Option<Events>,
+    normal_reads: u64,
+    bar1: Option<nvml_wrapper::struct_wrappers::device::BAR1MemoryInfo>,
 }
 
 impl NvmlProbe {
@@ -401,7 +405,35 @@ impl NvmlProbe {
     }
 }
 
+impl NvmlProbe {
+    /// BAR1 (~200 µs a call) changes rarely: read every tenth normal read.
+    fn bar1_every_tenth(
+        &mut self,
+    ) -> Result<Option<nvml_wrapper::struct_wrappers::device::BAR1MemoryInfo>, ProbeError> {
+        self.normal_reads += 1;
+        if self.normal_reads % 10 == 1 || self.bar1.is_none() {
+            self.bar1 = self.read(Field::Bar1, |d| d.bar1_memory_info())?;
+        }
+        Ok(self.bar1.clone())
+    }
+}
+
 impl GpuProbe for NvmlProbe {
+    fn memory(&mut self, _t_ms: Millis) -> Result<FastReading, ProbeError> {
+        let mem = self
+            .read(Field::Mem, |d| d.memory_info())?
+            .map(|m| MemInfo {
+                used: m.used,
+                reserved: m.reserved,
+                free: m.free,
+                total: m.total,
+            });
+        Ok(FastReading {
+            mem,
+            procs: Vec::new(),
+        })
+    }
+
     fn fast(&mut self, _t_ms: Millis) -> Result<FastReading, ProbeError> {
         let mem = self
             .read(Field::Mem, |d| d.memory_info())?
@@ -433,12 +465,10 @@ impl GpuProbe for NvmlProbe {
         };
         Ok(NormalReading {
             fast,
-            bar1: self
-                .read(Field::Bar1, |d| d.bar1_memory_info())?
-                .map(|b| Bar1 {
-                    used: b.used,
-                    total: b.total,
-                }),
+            bar1: self.bar1_every_tenth()?.map(|b| Bar1 {
+                used: b.used,
+                total: b.total,
+            }),
             util_gpu: util.as_ref().map(|u| u.gpu),
             util_mem: util.as_ref().map(|u| u.memory),
             temp_c: self.read(Field::Temp, |d| d.temperature(TemperatureSensor::Gpu))?,
