@@ -245,3 +245,34 @@ fn not_a_terminal_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn replaying_the_h200_recording_steps_to_an_event() {
+    if !common::tool_available("tmux") {
+        return;
+    }
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/h200-2gpu-10min.jsonl.zst"
+    );
+    let t = Tmux::start(120, 40);
+    t.type_line(&format!("{BIN} replay {file}; echo exit=$?"));
+    let s = t.wait_for("1/600", Duration::from_secs(10));
+    assert!(s.contains("NVIDIA H200") && s.contains("580.159.04"), "{s}");
+    // The events pane and the jumps between events.
+    t.keys(&["e"]);
+    t.wait_for("events", Duration::from_secs(3));
+    t.keys(&["]", "]", "]", "]", "]", "]", "]", "]"]);
+    let s = t.wait_for("leaking", Duration::from_secs(5));
+    let header = s.lines().next().unwrap_or("").to_owned();
+    assert!(
+        !header.contains(" 1/600"),
+        "moved along the timeline: {header}"
+    );
+    // The leaking process is in the table, marked.
+    assert!(s.contains("LEAK"), "{s}");
+    t.keys(&["End"]);
+    t.wait_for("600/600", Duration::from_secs(5));
+    t.keys(&["q"]);
+    t.wait_for("\nexit=0", Duration::from_secs(5));
+}

@@ -180,6 +180,8 @@ impl GpuTrack {
 struct ProcTrack {
     series: Series,
     leak: LeakDetector,
+    /// The leak detector has had its first point (see `CONTEXT_STARTED`).
+    leak_started: bool,
     steady: forecast::Steady,
     seen: u64,
     a: ProcAssessment,
@@ -195,6 +197,9 @@ impl ProcTrack {
         }
     }
 }
+
+/// Below this a process is still creating its CUDA context.
+const CONTEXT_STARTED: u64 = 64 << 20;
 
 /// The analysis of a snapshot stream.
 #[derive(Debug)]
@@ -293,6 +298,7 @@ impl Analyzer {
                 .or_insert_with(|| ProcTrack {
                     series: Series::new(cfg.rate_window),
                     leak: LeakDetector::new(&cfg.leak),
+                    leak_started: false,
                     steady: forecast::Steady::default(),
                     seen: generation,
                     a: ProcAssessment {
@@ -312,7 +318,16 @@ impl Analyzer {
                 });
             tr.seen = generation;
             tr.series.observe(t, sp.mem, sp.mem_peak, &cfg.phase);
+            // A process NVML has just listed may not have its CUDA context
+            // yet (a few MiB, then ~500 MiB a second later): that jump is
+            // start-up, not growth, so the leak detector starts once the
+            // process holds more than a bare context would begin with.
             if let Some(m) = sp.mem
+                && (m >= CONTEXT_STARTED || tr.leak_started)
+                && {
+                    tr.leak_started = true;
+                    true
+                }
                 && tr.leak.observe(t, m as f64) == Some(LeakChange::Raised)
                 && let Some(f) = tr.leak.flag()
             {
