@@ -261,39 +261,48 @@ impl Widget for &GpuCard<'_> {
         }
         // Line 3: readings.
         let th = &app.config.thresholds;
-        let mut l3: Vec<Span> = vec![Span::styled("UTIL ", t.label)];
+        // Fixed widths: a changing figure does not move its neighbours
+        // (each move would rewrite the rest of the line on the terminal).
+        let mut l3: Vec<Span> = vec![Span::styled("UTIL", t.label)];
+        let na = |w: usize| Span::styled(format!(" {:>w$}", "N/A"), t.dim);
         match g.util_gpu {
-            Some(u) => l3.extend(value(format!("{u}%"), th.utilization.grade(u as f64), t)),
-            None => l3.push(Span::styled("N/A", t.dim)),
+            Some(u) => l3.extend(value(format!("{u:>3}%"), th.utilization.grade(u as f64), t)),
+            None => l3.push(na(4)),
         }
         l3.push(Span::styled("  MEM BW ", t.label));
         l3.push(Span::raw(
-            g.util_mem.map_or("N/A".into(), |u| format!("{u}%")),
+            g.util_mem.map_or(" N/A".into(), |u| format!("{u:>3}%")),
         ));
-        l3.push(Span::styled("  TEMP ", t.label));
+        l3.push(Span::styled("  TEMP", t.label));
         match g.temp_c {
-            Some(c) => l3.extend(value(format!("{c}°C"), th.temperature.grade(c as f64), t)),
-            None => l3.push(Span::styled("N/A", t.dim)),
+            Some(c) => l3.extend(value(
+                format!("{c:>3}°C"),
+                th.temperature.grade(c as f64),
+                t,
+            )),
+            None => l3.push(na(5)),
         }
-        l3.push(Span::styled("  POWER ", t.label));
+        l3.push(Span::styled("  POWER", t.label));
         match (g.power_mw, power_level(app, g)) {
             (Some(p), Some((_, sev))) => {
-                l3.extend(value(format!("{}", p / 1000), sev, t));
+                l3.extend(value(format!("{:>4}", p / 1000), sev, t));
                 l3.push(Span::raw(format!(
                     " / {} W",
                     g.power_limit_mw.unwrap_or(0) / 1000
                 )));
             }
-            (Some(p), None) => l3.push(Span::raw(format!("{} W", p / 1000))),
-            _ => l3.push(Span::styled("N/A", t.dim)),
+            (Some(p), None) => l3.push(Span::raw(format!(" {:>4} W", p / 1000))),
+            _ => l3.push(na(4)),
         }
         l3.push(Span::styled("  SM ", t.label));
         l3.push(Span::raw(
-            g.sm_clock_mhz.map_or("N/A".into(), |c| format!("{c} MHz")),
+            g.sm_clock_mhz
+                .map_or(" N/A".into(), |c| format!("{c:>4} MHz")),
         ));
         l3.push(Span::styled("  MEM ", t.label));
         l3.push(Span::raw(
-            g.mem_clock_mhz.map_or("N/A".into(), |c| format!("{c} MHz")),
+            g.mem_clock_mhz
+                .map_or(" N/A".into(), |c| format!("{c:>4} MHz")),
         ));
         if info.is_some_and(|d| d.num_fans > 0) {
             l3.push(Span::styled("  FAN ", t.label));
