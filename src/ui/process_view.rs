@@ -65,11 +65,18 @@ impl Widget for &ProcessView<'_> {
         let inner = block.inner(area);
         block.render(area, buf);
         let torch = s.torch.is_some();
+        // Figures, then one line per piece of advice (wrapped: room for two).
+        let alloc_h = if torch {
+            let advice = crate::ui::allocator::lines(app, s, app.slot().unwrap_or(0), None).len();
+            (advice as u16 * 2).clamp(4, 10)
+        } else {
+            0
+        };
         let [facts_a, charts_a, stats_a, alloc_a] = Layout::vertical([
             Constraint::Length(4),
             Constraint::Min(6),
             Constraint::Length(2),
-            Constraint::Length(if torch { 7 } else { 0 }),
+            Constraint::Length(alloc_h),
         ])
         .areas(inner);
         let [chart_a, alloc_chart_a] = if torch {
