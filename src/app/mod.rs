@@ -24,6 +24,9 @@ pub use event::{Event, Outcome, RecordingStatus};
 use rows::Row;
 pub use view::{Dialog, Pane, Playback, Screen, Signal, Sort, ViewState};
 
+/// Slots re-analysed before the position when a replay moves backwards.
+const ANALYSIS_CONTEXT: u64 = 60;
+
 /// How many events the events pane keeps.
 const EVENTS_KEPT: usize = 500;
 
@@ -355,8 +358,12 @@ impl App {
                 done + 1
             }
             _ => {
+                // Afresh: a minute before the slot is enough for the rate
+                // window (30 s) and a leak flag (20 s), and keeps stepping
+                // back through a big node's recording quick.
                 self.analysis.reset();
-                self.history.first_slot()
+                slot.saturating_sub(ANALYSIS_CONTEXT)
+                    .max(self.history.first_slot())
             }
         };
         for s in from..=slot {
