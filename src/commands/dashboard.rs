@@ -135,7 +135,7 @@ pub fn run_live(source: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
             Some(l) => Some(crate::export::Server::start(
                 l,
                 &sampler,
-                Default::default(),
+                crate::export::analysis::serve_options(&sampler, &config),
             )?),
             None => None,
         };

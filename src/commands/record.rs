@@ -86,7 +86,11 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
         let rx = sampler.subscribe();
         let mut status = Status::new(shown.clone(), tty, started);
         let server = match listener {
-            Some(l) => match crate::export::Server::start(l, &sampler, Default::default()) {
+            Some(l) => match crate::export::Server::start(
+                l,
+                &sampler,
+                crate::export::analysis::serve_options(&sampler, &cfg),
+            ) {
                 Ok(s) => Some(s),
                 Err(e) => return (Err(anyhow::Error::new(e).context("--serve")), status),
             },

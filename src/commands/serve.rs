@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::cli::{ServeArgs, SourceArgs};
 use crate::config::{self, Config};
-use crate::export::{self, ServeOptions};
+use crate::export;
 use crate::sampler::Sampler;
 use crate::source;
 
@@ -32,7 +32,7 @@ pub fn run(source_args: &SourceArgs, args: &ServeArgs, me: &str) -> Result<()> {
     rt.block_on(async {
         let src = source::open(source_args.demo.as_deref(), source_args.seed, me, 60)?;
         let sampler = Sampler::spawn(src, config.schedule());
-        let server = export::Server::start(listener, &sampler, ServeOptions::default())?;
+        let server = export::Server::start(listener, &sampler, export::analysis::serve_options(&sampler, &config))?;
         let addr = server.local_addr();
         eprintln!(
             "vramwatch: serving http://{addr}/metrics, /snapshot and /healthz (source {}); Ctrl-C stops",

@@ -16,6 +16,7 @@
 //! `watch` channel given in [`http::ServeOptions::extra`], and the next
 //! scrape shows them.
 
+pub mod analysis;
 pub mod http;
 pub mod prometheus;
 pub mod window;
