@@ -443,7 +443,7 @@ impl Widget for &GpuLine<'_> {
             x += spark_w + 1;
         }
         let th = &app.config.thresholds;
-        let mut tail: Vec<Span> = Vec::new();
+        let mut tail: Vec<Span> = vec![Span::raw(" ")];
         match g.util_gpu {
             Some(u) => tail.extend(value(format!("{u:>3}%"), th.utilization.grade(u as f64), t)),
             None => tail.push(Span::styled(" N/A", t.dim)),
