@@ -406,6 +406,18 @@ impl NvmlProbe {
 }
 
 impl NvmlProbe {
+    /// Device memory (NVML's v2 struct).
+    fn mem_info(&mut self) -> Result<Option<MemInfo>, ProbeError> {
+        Ok(self
+            .read(Field::Mem, |d| d.memory_info())?
+            .map(|m| MemInfo {
+                used: m.used,
+                reserved: m.reserved,
+                free: m.free,
+                total: m.total,
+            }))
+    }
+
     /// BAR1 (~200 µs a call) changes rarely: read every tenth normal read.
     fn bar1_every_tenth(
         &mut self,
@@ -420,29 +432,14 @@ impl NvmlProbe {
 
 impl GpuProbe for NvmlProbe {
     fn memory(&mut self, _t_ms: Millis) -> Result<FastReading, ProbeError> {
-        let mem = self
-            .read(Field::Mem, |d| d.memory_info())?
-            .map(|m| MemInfo {
-                used: m.used,
-                reserved: m.reserved,
-                free: m.free,
-                total: m.total,
-            });
         Ok(FastReading {
-            mem,
+            mem: self.mem_info()?,
             procs: Vec::new(),
         })
     }
 
     fn fast(&mut self, _t_ms: Millis) -> Result<FastReading, ProbeError> {
-        let mem = self
-            .read(Field::Mem, |d| d.memory_info())?
-            .map(|m| MemInfo {
-                used: m.used,
-                reserved: m.reserved,
-                free: m.free,
-                total: m.total,
-            });
+        let mem = self.mem_info()?;
         let compute = self
             .read(Field::Compute, |d| d.running_compute_processes())?
             .unwrap_or_default();
