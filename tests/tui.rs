@@ -261,3 +261,21 @@ fn colours_map_down_for_small_terminals() {
         }
     }
 }
+
+#[test]
+fn header_status_never_overwrites_the_left_text_at_80_columns() {
+    let mut app = at("demo", 300, (80, 24));
+    key(&mut app, KeyCode::Char(' '));
+    let buf = render(&app);
+    let header: String = (0..80).map(|x| buf[(x, 0)].symbol()).collect();
+    let (x, y) = find(&buf, "❚❚ PAUSED").expect("pause mark on screen");
+    assert_eq!(y, 0, "{header}");
+    assert_eq!(buf[(x - 1, 0)].symbol(), " ", "a gap before the status: {header}");
+    assert!(header.contains(" vramwatch "), "{header}");
+    // A dropped item goes whole, never cut mid-word.
+    assert!(
+        header.contains("every 1s") || !header.contains("every"),
+        "{header}"
+    );
+    assert!(header.contains("⚠"), "alerts counted: {header}");
+}

@@ -23,20 +23,31 @@ impl Widget for &HeaderBar<'_> {
         } else {
             format!("{interval}ms")
         };
-        let mut left = vec![
-            Span::styled(" vramwatch ", t.title),
-            Span::styled(sys.host.clone(), t.accent),
-            Span::raw("  "),
-            Span::styled("driver ", t.dim),
-            Span::raw(sys.driver_version.clone().unwrap_or_else(|| "N/A".into())),
-            Span::styled("  CUDA ", t.dim),
-            Span::raw(sys.cuda_version.clone().unwrap_or_else(|| "N/A".into())),
-            Span::raw("  "),
-            Span::styled(app.clock.hms(app.shown_ms()), t.text),
-            Span::styled(format!("  every {every}"), t.dim),
+        let driver = sys.driver_version.clone().unwrap_or_else(|| "N/A".into());
+        let cuda = sys.cuda_version.clone().unwrap_or_else(|| "N/A".into());
+        // Left-side groups in screen order; when the line is short, the
+        // lowest `keep` goes first (driver, then CUDA, then the interval).
+        let mut groups: Vec<(u8, Vec<Span>)> = vec![
+            (
+                9,
+                vec![
+                    Span::styled(" vramwatch ", t.title),
+                    Span::styled(sys.host.clone(), t.accent),
+                ],
+            ),
+            (1, vec![Span::styled("  driver ", t.dim), Span::raw(driver)]),
+            (2, vec![Span::styled("  CUDA ", t.dim), Span::raw(cuda)]),
+            (
+                8,
+                vec![Span::styled(
+                    format!("  {}", app.clock.hms(app.shown_ms())),
+                    t.text,
+                )],
+            ),
+            (3, vec![Span::styled(format!("  every {every}"), t.dim)]),
         ];
         if sys.source != "nvml" {
-            left.push(Span::styled(format!("  [{}]", sys.source), t.dim));
+            groups.push((4, vec![Span::styled(format!("  [{}]", sys.source), t.dim)]));
         }
         let mut right: Vec<Span> = Vec::new();
         if let Some(r) = &app.recording {
@@ -87,15 +98,28 @@ impl Widget for &HeaderBar<'_> {
         if alerts > 0 {
             right.push(Span::styled(format!("⚠ {alerts} "), t.warn));
         }
-        let right_w: usize = right.iter().map(|s| s.width()).sum();
-        Line::from(left).render(area, buf);
-        if right_w as u16 <= area.width {
-            let r = Rect::new(
-                area.x + area.width - right_w as u16,
-                area.y,
-                right_w as u16,
-                1,
-            );
+        let right_w = right.iter().map(|s| s.width()).sum::<usize>() as u16;
+        let room = if right_w == 0 {
+            area.width
+        } else {
+            area.width.saturating_sub(right_w + 1)
+        };
+        let width = |g: &[(u8, Vec<Span>)]| -> u16 {
+            g.iter()
+                .flat_map(|(_, spans)| spans)
+                .map(|s| s.width() as u16)
+                .sum()
+        };
+        while width(&groups) > room && groups.len() > 1 {
+            let Some(i) = (0..groups.len()).min_by_key(|i| groups[*i].0) else {
+                break;
+            };
+            groups.remove(i);
+        }
+        let left: Vec<Span> = groups.into_iter().flat_map(|(_, spans)| spans).collect();
+        Line::from(left).render(Rect::new(area.x, area.y, room, 1), buf);
+        if right_w > 0 && right_w <= area.width {
+            let r = Rect::new(area.x + area.width - right_w, area.y, right_w, 1);
             Line::from(right).render(r, buf);
         }
     }
