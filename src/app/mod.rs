@@ -789,14 +789,17 @@ impl App {
                 }
             }
             Intent::SortNext | Intent::SortNextColumn | Intent::SortPrev => {
-                let cols: Vec<Column> =
-                    crate::ui::process_table::sortable_columns(&self.config.display.columns);
+                let cols: Vec<Column> = crate::ui::process_table::sortable_columns(
+                    &self.config.display.columns,
+                    self.view.size.0,
+                );
                 if !cols.is_empty() {
+                    let d = if intent == Intent::SortPrev { -1 } else { 1 };
+                    // From a column no longer shown, start at either end.
                     let i = cols
                         .iter()
                         .position(|c| *c == self.view.sort.column)
-                        .unwrap_or(0) as isize;
-                    let d = if intent == Intent::SortPrev { -1 } else { 1 };
+                        .map_or(if d > 0 { -1 } else { 0 }, |i| i as isize);
                     let n = cols.len() as isize;
                     let next = cols[((i + d).rem_euclid(n)) as usize];
                     // Numbers sort biggest first, names A to Z.

@@ -73,6 +73,8 @@ fn selection_moves_and_clamps_and_follows_the_process() {
 #[test]
 fn sort_keys_cycle_columns_and_invert() {
     let mut app = demo(10);
+    // Wide enough that every configured column is shown.
+    app.update(Event::Resize(200, 60));
     assert_eq!(app.view.sort.column, Column::Memory);
     ch(&mut app, '>');
     assert_eq!(app.view.sort.column, Column::Trend);
@@ -91,6 +93,25 @@ fn sort_keys_cycle_columns_and_invert() {
         .filter_map(|r| r.mem())
         .collect();
     assert!(mems.windows(2).all(|w| w[0] <= w[1]), "ascending: {mems:?}");
+}
+
+#[test]
+fn sort_keys_skip_columns_hidden_at_this_width() {
+    let mut app = demo(10);
+    app.update(Event::Resize(80, 24));
+    let shown = crate::ui::process_table::fit_columns(&app.config.display.columns, 80);
+    assert!(
+        shown.len() < app.config.display.columns.len(),
+        "80 columns should hide some: {shown:?}"
+    );
+    for _ in 0..2 * app.config.display.columns.len() {
+        ch(&mut app, '>');
+        assert!(shown.contains(&app.view.sort.column), "{:?}", app.view.sort);
+    }
+    for _ in 0..2 * app.config.display.columns.len() {
+        ch(&mut app, '<');
+        assert!(shown.contains(&app.view.sort.column), "{:?}", app.view.sort);
+    }
 }
 
 #[test]

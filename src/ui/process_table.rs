@@ -61,11 +61,11 @@ pub fn command_width(width: u16) -> u16 {
     (width / 4).clamp(12, 40)
 }
 
-/// The columns `s`, `<` and `>` cycle through.
-pub fn sortable_columns(configured: &[Column]) -> Vec<Column> {
-    configured
-        .iter()
-        .copied()
+/// The columns `s`, `<` and `>` cycle through: those shown at `width`, so
+/// the sort never lands on a column the user cannot see.
+pub fn sortable_columns(configured: &[Column], width: u16) -> Vec<Column> {
+    fit_columns(configured, width)
+        .into_iter()
         .filter(|c| *c != Column::MemoryPct)
         .collect()
 }
