@@ -88,9 +88,8 @@ struct GpuSlot {
     util_supported: bool,
     lost: Option<String>,
     fresh: bool,
-    peak: Option<u64>,
-    reads: u32,
-    proc_peak: HashMap<u32, u64>,
+    /// Peaks of every memory read since the last snapshot.
+    peaks: Peaks,
     xids: Vec<u64>,
     lag_ms: u32,
 }
@@ -109,19 +108,6 @@ impl Assembler {
         }
     }
 
-    fn track_peaks(slot: &mut GpuSlot, fast: &FastReading) {
-        if let Some(m) = fast.mem {
-            slot.peak = Some(slot.peak.map_or(m.used, |p| p.max(m.used)));
-            slot.reads += 1;
-        }
-        for p in &fast.procs {
-            if let Some(b) = p.mem {
-                let e = slot.proc_peak.entry(p.pid).or_insert(b);
-                *e = (*e).max(b);
-            }
-        }
-    }
-
     fn mark_lost(slot: &mut GpuSlot, e: ProbeError) {
         let ProbeError::Lost { reason, .. } = e;
         slot.lost = Some(reason);
@@ -134,7 +120,7 @@ impl Assembler {
         };
         match r {
             Ok(f) => {
-                Self::track_peaks(slot, &f);
+                slot.peaks.add_reading(&f);
                 slot.fast = Some(f);
                 slot.lost = None;
             }
@@ -159,7 +145,7 @@ impl Assembler {
         };
         match r {
             Ok(mut n) => {
-                Self::track_peaks(slot, &n.fast);
+                slot.peaks.add_reading(&n.fast);
                 match std::mem::take(&mut n.proc_util) {
                     ProcUtilRead::NotAsked => {}
                     ProcUtilRead::Unsupported => {
@@ -250,8 +236,8 @@ impl Assembler {
                 }
                 if let Some(f) = &slot.fast {
                     g.mem = f.mem;
-                    g.mem_peak = slot.peak.or(f.mem.map(|m| m.used));
-                    g.mem_reads = slot.reads;
+                    g.mem_peak = slot.peaks.used.or(f.mem.map(|m| m.used));
+                    g.mem_reads = slot.peaks.reads;
                     for p in &f.procs {
                         let util = slot.util.get(&p.pid);
                         let idle = slot.util_supported.then_some(0);
@@ -260,7 +246,7 @@ impl Assembler {
                             gpu: index,
                             kind: p.kind,
                             mem: p.mem,
-                            mem_peak: slot.proc_peak.get(&p.pid).copied().or(p.mem),
+                            mem_peak: slot.peaks.procs.get(&p.pid).copied().or(p.mem),
                             sm_util: util.and_then(|u| u.sm).or(idle),
                             mem_util: util.and_then(|u| u.mem).or(idle),
                             enc_util: util.and_then(|u| u.enc).or(idle),
@@ -272,9 +258,7 @@ impl Assembler {
                 g.lag_ms = slot.lag_ms;
             }
             slot.fresh = false;
-            slot.peak = None;
-            slot.reads = 0;
-            slot.proc_peak.clear();
+            slot.peaks = Peaks::default();
             gpus.push(g);
         }
         Snapshot {
@@ -378,20 +362,31 @@ pub struct Peaks {
 impl Peaks {
     pub fn add(&mut self, r: &Result<FastReading, ProbeError>) {
         match r {
-            Ok(f) => {
-                if let Some(m) = f.mem {
-                    self.used = Some(self.used.map_or(m.used, |p| p.max(m.used)));
-                    self.reads += 1;
-                }
-                for p in &f.procs {
-                    if let Some(b) = p.mem {
-                        let e = self.procs.entry(p.pid).or_insert(b);
-                        *e = (*e).max(b);
-                    }
-                }
-            }
+            Ok(f) => self.add_reading(f),
             Err(ProbeError::Lost { reason, .. }) => self.lost = Some(reason.clone()),
         }
+    }
+
+    /// Folds one memory read: device and per-process maxima, and the count.
+    fn add_reading(&mut self, f: &FastReading) {
+        if let Some(m) = f.mem {
+            self.add_used(m.used, 1);
+        }
+        for p in &f.procs {
+            if let Some(b) = p.mem {
+                self.add_proc(p.pid, b);
+            }
+        }
+    }
+
+    fn add_used(&mut self, used: u64, reads: u32) {
+        self.used = Some(self.used.map_or(used, |p| p.max(used)));
+        self.reads += reads;
+    }
+
+    fn add_proc(&mut self, pid: u32, bytes: u64) {
+        let e = self.procs.entry(pid).or_insert(bytes);
+        *e = (*e).max(bytes);
     }
 }
 
@@ -401,13 +396,12 @@ impl Assembler {
         let Some(slot) = self.gpus.get_mut(gpu) else {
             return;
         };
-        if let Some(u) = p.used {
-            slot.peak = Some(slot.peak.map_or(u, |x| x.max(u)));
+        match p.used {
+            Some(u) => slot.peaks.add_used(u, p.reads),
+            None => slot.peaks.reads += p.reads,
         }
-        slot.reads += p.reads;
         for (pid, b) in p.procs {
-            let e = slot.proc_peak.entry(pid).or_insert(b);
-            *e = (*e).max(b);
+            slot.peaks.add_proc(pid, b);
         }
         if let Some(reason) = p.lost {
             slot.lost = Some(reason);

@@ -270,7 +270,11 @@ fn header_status_never_overwrites_the_left_text_at_80_columns() {
     let header: String = (0..80).map(|x| buf[(x, 0)].symbol()).collect();
     let (x, y) = find(&buf, "❚❚ PAUSED").expect("pause mark on screen");
     assert_eq!(y, 0, "{header}");
-    assert_eq!(buf[(x - 1, 0)].symbol(), " ", "a gap before the status: {header}");
+    assert_eq!(
+        buf[(x - 1, 0)].symbol(),
+        " ",
+        "a gap before the status: {header}"
+    );
     assert!(header.contains(" vramwatch "), "{header}");
     // A dropped item goes whole, never cut mid-word.
     assert!(
