@@ -52,49 +52,76 @@ pub struct Costs {
     pub rss_kib_end: u64,
 }
 
+/// One lane's clock in the raw loop: due once its time has come, and then
+/// set to its next time after `now`, so a lane that fell behind skips rather
+/// than bursts, and the loop never sleeps until a time already past.
+struct LaneClock {
+    next: Instant,
+    every: Duration,
+}
+
+impl LaneClock {
+    fn new(start: Instant, every: Option<Duration>) -> LaneClock {
+        LaneClock {
+            next: start,
+            // An off lane still keeps a clock, an hour long, that is never acted on.
+            every: every
+                .unwrap_or(Duration::from_secs(3600))
+                .max(Duration::from_millis(1)),
+        }
+    }
+
+    fn due(&mut self, now: Instant) -> bool {
+        if now < self.next {
+            return false;
+        }
+        while self.next <= now {
+            self.next += self.every;
+        }
+        true
+    }
+}
+
 /// Phase 1: the calls alone, on the sampler's schedule, from one thread.
 fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
     let n = source.system().gpus.len();
     let mut main: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
     let mut slow: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
-    let fast_every = schedule.fast.unwrap_or(Duration::from_secs(3600));
-    let slow_every = schedule.slow.unwrap_or(Duration::from_secs(3600));
+    let pcie_every = match (schedule.pcie, schedule.slow) {
+        (Some(p), Some(s)) => Some((p.as_millis() / s.as_millis().max(1)).max(1) as u64),
+        _ => None,
+    };
     let util_every =
         (schedule.proc_util.as_millis() / schedule.interval.as_millis().max(1)).max(1) as u64;
     let start = Instant::now();
     let cpu0 = cpu_seconds();
-    let (mut next_fast, mut next_normal, mut next_slow) = (start, start, start);
+    let mut normal_clock = LaneClock::new(start, Some(schedule.interval));
+    let mut fast_clock = LaneClock::new(start, schedule.fast);
+    let mut slow_clock = LaneClock::new(start, schedule.slow);
     let mut rounds = 0u64;
     let mut slow_rounds = 0u64;
     while start.elapsed() < run {
         let now = Instant::now();
         let t = now_ms();
-        if now >= next_normal {
+        let (normal_due, fast_due) = (normal_clock.due(now), fast_clock.due(now));
+        if normal_due {
             for p in &mut main {
                 let _ = p.normal(t, rounds.is_multiple_of(util_every));
             }
             rounds += 1;
-            next_normal += schedule.interval;
-        } else if now >= next_fast && schedule.fast.is_some() {
+        } else if fast_due && schedule.fast.is_some() {
             for p in &mut main {
                 let _ = p.memory(t);
             }
         }
-        while next_fast <= now {
-            next_fast += fast_every;
-        }
-        if now >= next_slow && schedule.slow.is_some() {
-            let pcie_due = schedule.pcie.is_some_and(|p| {
-                let every = (p.as_millis() / slow_every.as_millis().max(1)).max(1) as u64;
-                slow_rounds.is_multiple_of(every)
-            });
+        if slow_clock.due(now) && schedule.slow.is_some() {
+            let pcie_due = pcie_every.is_some_and(|every| slow_rounds.is_multiple_of(every));
             slow_rounds += 1;
             for p in &mut slow {
                 let _ = p.slow(t, pcie_due);
             }
-            next_slow += slow_every;
         }
-        let wake = next_fast.min(next_normal).min(next_slow);
+        let wake = fast_clock.next.min(normal_clock.next).min(slow_clock.next);
         std::thread::sleep(wake.saturating_duration_since(Instant::now()));
     }
     cpu_seconds() - cpu0
@@ -179,4 +206,26 @@ pub fn run_cli(seconds: u64, calls: bool, source: &crate::cli::SourceArgs, me: &
     let costs = run(&open, config.schedule(), seconds)?;
     println!("{}", serde_json::to_string_pretty(&costs)?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_clock_always_moves_past_now() {
+        let start = Instant::now();
+        for every in [None, Some(Duration::from_millis(100))] {
+            let mut c = LaneClock::new(start, every);
+            assert!(c.due(start), "due at the start");
+            assert!(c.next > start, "{every:?}: next {:?}", c.next - start);
+            assert!(!c.due(start), "not due twice at one instant");
+        }
+        // Behind by 3.5 periods: due once, then the next time is after now.
+        let mut c = LaneClock::new(start, Some(Duration::from_millis(100)));
+        let late = start + Duration::from_millis(350);
+        assert!(c.due(late));
+        assert_eq!(c.next, start + Duration::from_millis(400));
+        assert!(!c.due(late));
+    }
 }
