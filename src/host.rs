@@ -187,7 +187,8 @@ impl ProcHost {
         Some(sanitize::clean_capped(&name.unwrap_or_else(|| uid.to_string()), 32).into())
     }
 
-    /// Refreshes CPU, memory (and once, command and user) of these PIDs.
+    /// Refreshes CPU, memory (and once, command and user) of these PIDs;
+    /// returns them sorted and deduplicated.
     fn refresh(&mut self, pids: &[u32]) -> Vec<Pid> {
         let mut pids: Vec<Pid> = pids.iter().map(|p| Pid::from_u32(*p)).collect();
         pids.sort_unstable();
@@ -219,9 +220,9 @@ impl HostFacts for ProcHost {
     fn enrich(&mut self, _t_ms: Millis, procs: &mut [ProcSample]) {
         let all: Vec<u32> = procs.iter().map(|p| p.pid).collect();
         let pids = self.refresh(&all);
-        // Forget processes no GPU lists any more.
+        // Forget processes no GPU lists any more (`pids` is sorted).
         self.known
-            .retain(|pid, _| pids.contains(&Pid::from_u32(*pid)));
+            .retain(|pid, _| pids.binary_search(&Pid::from_u32(*pid)).is_ok());
         for p in procs.iter_mut() {
             let Some(sp) = self
                 .system
