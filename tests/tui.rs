@@ -283,3 +283,22 @@ fn header_status_never_overwrites_the_left_text_at_80_columns() {
     );
     assert!(header.contains("⚠"), "alerts counted: {header}");
 }
+
+#[test]
+fn process_view_shows_the_pytorch_allocator_when_the_process_publishes_it() {
+    for size in [(120, 40), (200, 60)] {
+        let mut app = at("demo", 90, size);
+        key(&mut app, KeyCode::Char('/'));
+        for c in "rank 0".chars() {
+            key(&mut app, KeyCode::Char(c));
+        }
+        key(&mut app, KeyCode::Enter);
+        key(&mut app, KeyCode::Enter);
+        let buf = render(&app);
+        let screen = text(&buf);
+        assert!(screen.contains("PID 48211"), "{screen}");
+        let (x, y) = find(&buf, "outside the allocator").expect("allocator figures");
+        assert_eq!(buf[(x, y)].style().fg, app.theme.label.fg, "labelled");
+        insta::assert_snapshot!(format!("process_torch_{}x{}", size.0, size.1), screen);
+    }
+}

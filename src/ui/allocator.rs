@@ -9,7 +9,7 @@ use ratatui::widgets::{Paragraph, Widget, Wrap};
 use crate::app::App;
 use crate::history::ProcSeries;
 use crate::model::units::{GIB, bytes_short};
-use crate::torch_alloc::{AllocStats, advice};
+use crate::torch_alloc::advice;
 use crate::ui::chart::{Series, TimeChart};
 use crate::ui::process_view::window_points;
 
@@ -67,7 +67,7 @@ fn shared_gpu(app: &App, s: &ProcSeries, slot: u64) -> bool {
 }
 
 /// The lines of figures and advice (empty when the process publishes none).
-pub fn lines(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> Vec<Line<'static>> {
+fn lines(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> Vec<Line<'static>> {
     let t = &app.theme;
     let Some(stats) = s.torch.as_deref() else {
         return Vec::new();
@@ -128,7 +128,7 @@ pub fn lines(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> V
             Span::raw(stats.alloc_conf.clone().unwrap_or_else(|| "(unset)".into())),
         ]),
     ];
-    for a in advice_for(stats, shared_gpu(app, s, slot)) {
+    for a in advice(stats, shared_gpu(app, s, slot)) {
         out.push(Line::from(vec![
             Span::styled("advice ", t.warn),
             Span::raw(a),
@@ -137,21 +137,24 @@ pub fn lines(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> V
     out
 }
 
-fn advice_for(stats: &AllocStats, shared: bool) -> Vec<String> {
-    advice(stats, shared)
+/// The figures as a paragraph, its lines made once per frame: the layout
+/// asks their height, then they are drawn.
+pub struct AllocatorFigures(Vec<Line<'static>>);
+
+impl AllocatorFigures {
+    pub fn new(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> Self {
+        AllocatorFigures(lines(app, s, slot, nvml_bytes))
+    }
+
+    /// Rows to give it: one per line and advice wraps into two, 4 ..= 10.
+    pub fn height(&self) -> u16 {
+        (self.0.len() as u16 * 2).clamp(4, 10)
+    }
 }
 
-/// The figures as a paragraph.
-pub struct AllocatorFigures<'a> {
-    pub app: &'a App,
-    pub series: &'a ProcSeries,
-    pub slot: u64,
-    pub nvml_bytes: Option<u64>,
-}
-
-impl Widget for &AllocatorFigures<'_> {
+impl Widget for &AllocatorFigures {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        Paragraph::new(lines(self.app, self.series, self.slot, self.nvml_bytes))
+        Paragraph::new(self.0.clone())
             .wrap(Wrap { trim: false })
             .render(area, buf);
     }

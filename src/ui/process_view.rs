@@ -47,6 +47,7 @@ impl Widget for &ProcessView<'_> {
             return;
         };
         let slot = app.slot().unwrap_or(0);
+        let p = s.at(slot).or_else(|| s.at(s.last_slot));
         let alive = s.at(slot).is_some();
         let f = &s.facts;
         let state = if alive {
@@ -65,13 +66,10 @@ impl Widget for &ProcessView<'_> {
         let inner = block.inner(area);
         block.render(area, buf);
         let torch = s.torch.is_some();
-        // Figures, then one line per piece of advice (wrapped: room for two).
-        let alloc_h = if torch {
-            let advice = crate::ui::allocator::lines(app, s, app.slot().unwrap_or(0), None).len();
-            (advice as u16 * 2).clamp(4, 10)
-        } else {
-            0
-        };
+        let alloc = torch.then(|| {
+            crate::ui::allocator::AllocatorFigures::new(app, s, slot, p.and_then(|p| p.mem))
+        });
+        let alloc_h = alloc.as_ref().map_or(0, |a| a.height());
         let [facts_a, charts_a, stats_a, alloc_a] = Layout::vertical([
             Constraint::Length(4),
             Constraint::Min(6),
@@ -187,7 +185,6 @@ impl Widget for &ProcessView<'_> {
         .render(chart_a, buf);
 
         // Figures.
-        let p = s.at(slot).or_else(|| s.at(s.last_slot));
         let mut l1 = vec![
             Span::styled("now ", t.label),
             Span::raw(p.and_then(|p| p.mem).map_or("N/A".into(), bytes_short)),
@@ -229,20 +226,14 @@ impl Widget for &ProcessView<'_> {
             Span::raw(p.and_then(|p| p.rss).map_or("N/A".into(), bytes_short)),
         ];
         Paragraph::new(vec![Line::from(l1), Line::from(l2)]).render(stats_a, buf);
-        if torch {
+        if let Some(alloc) = &alloc {
             (&crate::ui::allocator::AllocatorChart {
                 app,
                 series: s,
                 slot,
             })
                 .render(alloc_chart_a, buf);
-            (&crate::ui::allocator::AllocatorFigures {
-                app,
-                series: s,
-                slot,
-                nvml_bytes: p.and_then(|p| p.mem),
-            })
-                .render(alloc_a, buf);
+            alloc.render(alloc_a, buf);
         }
     }
 }
