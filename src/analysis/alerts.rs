@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::analysis::forecast::Forecast;
 use crate::analysis::leak::LeakFlag;
-use crate::config::{Level, Severity};
+use crate::config::{Alerts, Level, Severity, Thresholds};
 use crate::model::units::{duration_short, rate_short};
 use crate::model::{Event, EventKind, GpuSample, GpuState, Millis, ProcSample};
 
@@ -134,6 +134,18 @@ pub struct AlertLevels {
     pub temperature: Level,
     pub power: Level,
     pub forecast_below: Duration,
+}
+
+impl AlertLevels {
+    /// The levels a configuration sets.
+    pub fn from_config(t: &Thresholds, a: &Alerts) -> AlertLevels {
+        AlertLevels {
+            memory: t.memory,
+            temperature: t.temperature,
+            power: t.power,
+            forecast_below: a.forecast_below,
+        }
+    }
 }
 
 /// The latches of one GPU.
@@ -308,22 +320,10 @@ mod tests {
     use crate::analysis::slope::Rate;
     use crate::model::MemInfo;
 
+    /// The defaults: memory 80/95 %, temperature 80/90 °C, power 90/98 %,
+    /// forecast alerts below 5 minutes.
     fn levels() -> AlertLevels {
-        AlertLevels {
-            memory: Level {
-                warn: 80.0,
-                crit: 95.0,
-            },
-            temperature: Level {
-                warn: 80.0,
-                crit: 90.0,
-            },
-            power: Level {
-                warn: 90.0,
-                crit: 98.0,
-            },
-            forecast_below: Duration::from_secs(300),
-        }
+        AlertLevels::from_config(&Thresholds::default(), &Alerts::default())
     }
 
     fn gpu_at(used_pct: u64) -> GpuSample {

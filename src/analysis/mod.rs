@@ -91,12 +91,7 @@ impl AnalysisConfig {
                 interval,
             },
             forecast_sustain: a.leak_min_duration,
-            levels: AlertLevels {
-                memory: c.thresholds.memory,
-                temperature: c.thresholds.temperature,
-                power: c.thresholds.power,
-                forecast_below: a.forecast_below,
-            },
+            levels: AlertLevels::from_config(&c.thresholds, a),
             bell: a.bell,
             command: a.command.clone(),
             burst_level: a.burst_level,
