@@ -4,7 +4,6 @@
 //! printed before the timings.
 
 use std::hint::black_box;
-use std::io::Write;
 
 use criterion::{Criterion, criterion_group};
 use ratatui::Terminal;
@@ -14,19 +13,9 @@ use ratatui::layout::Rect;
 use vramwatch::app::{App, Event, fixture};
 use vramwatch::ui::theme::{Depth, Theme};
 
-/// A writer that only counts, into a shared cell.
-#[derive(Default)]
-struct Count(std::rc::Rc<std::cell::Cell<usize>>);
-
-impl Write for Count {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.set(self.0.get() + b.len());
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+#[path = "support/counting_writer.rs"]
+mod counting_writer;
+use counting_writer::CountingWriter;
 
 /// Bytes per second over `measure` seconds after `warm` seconds, one frame
 /// per sample, as the dashboard draws (ratatui diffs frames).
@@ -46,7 +35,7 @@ fn bytes_per_second(
     );
     app.theme = Theme::new(vramwatch::config::Theme::Dark, depth);
     app.update(Event::Resize(size.0, size.1));
-    let count = Count::default();
+    let count = CountingWriter::default();
     let total = count.0.clone();
     let backend = CrosstermBackend::new(count);
     let mut term = match Terminal::with_options(

@@ -2,7 +2,6 @@
 //! own pace, and the bytes a terminal receives: a tool for keeping the
 //! dashboard's output small on real data.
 //! `cargo run --release --example frame_diff_rec -- FILE [COLS ROWS FROM TO]`
-use std::io::Write;
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -12,17 +11,9 @@ use vramwatch::app::{App, Event};
 use vramwatch::commands::replay::open_app;
 use vramwatch::ui::theme::{Depth, Theme};
 
-#[derive(Default)]
-struct Count(std::rc::Rc<std::cell::Cell<usize>>);
-impl Write for Count {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.set(self.0.get() + b.len());
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+#[path = "../benches/support/counting_writer.rs"]
+mod counting_writer;
+use counting_writer::CountingWriter;
 
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
@@ -42,7 +33,7 @@ fn main() {
     .expect("open");
     app.theme = Theme::new(vramwatch::config::Theme::Dark, Depth::Ansi256);
     app.update(Event::Resize(w, h));
-    let count = Count::default();
+    let count = CountingWriter::default();
     let total = count.0.clone();
     let mut term = Terminal::with_options(
         CrosstermBackend::new(count),
