@@ -6,9 +6,9 @@ set -uo pipefail
 VW=${VW:-$PWD/target/release/vramwatch}
 B=${B:-$PWD/.bench}
 OUT=${OUT:-/tmp/final}
+S=$PWD/scripts
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --target /tmp/site "$B"/wheels/*.whl
-export PYTHONPATH=/tmp/site
+. "$S/h200-lib.sh"
 setsid python3 "$B/gpu_workload.py" --seconds 200 --device 0 steady leak sawtooth idle=4 >/tmp/wl.log 2>&1 < /dev/null &
 sleep 15
 threads() {
@@ -21,13 +21,9 @@ threads() {
 }
 "$VW" record -o /tmp/t.jsonl --duration 25s --force >/dev/null 2>&1 &
 pid=$!; sleep 22; echo "== default schedule: CPU seconds per thread after 22 s"; threads $pid; wait $pid
-pty() {
-  python3 "$B/ptybench.py" --cols 120 --rows 40 --seconds 30 --warmup 3 --label "$1" --save "$OUT/$1.raw" -- "${@:2}" >"$OUT/$1.json"
-  cat "$OUT/$1.json"
-}
-pty vramwatch "$VW"
-pty nvidia-smi nvidia-smi -l 1
-pty nvitop python3 -m nvitop --interval 1
-python3 scripts/peer_table.py "$OUT"/*.json
-python3 scripts/render_screen.py "$OUT/vramwatch.raw" 120 40 > "$OUT/vramwatch.screen.txt"
+pty vramwatch 120 40 30 "$VW"
+pty nvidia-smi 120 40 30 nvidia-smi -l 1
+pty nvitop 120 40 30 python3 -m nvitop --interval 1
+python3 "$S/peer_table.py" "$OUT"/pty/*.json
+python3 "$S/render_screen.py" "$OUT/pty/vramwatch-120x40.raw" 120 40 > "$OUT/vramwatch.screen.txt"
 cat "$OUT/vramwatch.screen.txt"

@@ -22,11 +22,7 @@ exec > >(tee "$OUT/run.log") 2>&1
 VW=${VW:-$PWD/target/release/vramwatch}
 B=${B:-$PWD/.bench}
 S=$PWD/scripts
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --target /tmp/site "$B"/wheels/*.whl
-export PYTHONPATH=/tmp/site:$PWD/python
-t0=$(date +%s)
-at() { echo "== [$(($(date +%s) - t0))s] $*"; }
+. "$S/h200-lib.sh"
 
 at "machine"
 nvidia-smi
@@ -51,20 +47,7 @@ sleep 20
 
 at "snapshot and metrics vs nvidia-smi"
 START_WORKLOAD=0 timeout 60 bash "$S/gpu-check.sh" "$VW" >"$OUT/gpu-check.txt" 2>&1; echo "gpu-check exit $?" >>"$OUT/gpu-check.txt"
-"$VW" serve --listen 127.0.0.1:9400 >"$OUT/serve.log" 2>&1 &
-SERVE=$!
-sleep 3
-smi() {
-  echo "#gpus"
-  nvidia-smi --query-gpu=index,uuid,memory.used,memory.reserved,memory.total,memory.free --format=csv,noheader,nounits
-  echo "#apps"
-  nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv,noheader,nounits
-}
-smi >"$OUT/m-a.csv"
-python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9400/metrics").read().decode())' >"$OUT/metrics.txt"
-smi >"$OUT/m-b.csv"
-python3 "$S/gpu_compare.py" "$OUT/m-a.csv" "$OUT/metrics.txt" "$OUT/m-b.csv" >"$OUT/metrics-check.txt" 2>&1; echo "exit $?" >>"$OUT/metrics-check.txt"
-kill $SERVE
+metrics_vs_smi
 
 at "sampler cost (background)"
 printf '[sampling]\nproc_util_interval = "2s"\n' >/tmp/proc2s.toml
@@ -72,22 +55,17 @@ printf '[sampling]\nproc_util_interval = "2s"\n' >/tmp/proc2s.toml
 COST=$!
 
 at "ptybench 120x40"
-mkdir -p "$OUT/pty"
-pty() { # label cols rows cmd...
-  local label=$1 c=$2 r=$3; shift 3
-  python3 "$B/ptybench.py" --cols "$c" --rows "$r" --seconds "${PTY_S:-60}" --warmup 3 --label "$label" --save "$OUT/pty/$label-${c}x$r.raw" -- "$@" >"$OUT/pty/$label-${c}x$r.json"
-}
 P=()
-pty vramwatch 120 40 "$VW" & P+=($!)
-pty vramwatch-proc2s 120 40 "$VW" --config /tmp/proc2s.toml & P+=($!)
-pty nvidia-smi 120 40 nvidia-smi -l 1 & P+=($!)
-pty nvitop 120 40 python3 -m nvitop --interval 1 & P+=($!)
+pty vramwatch 120 40 "${PTY_S:-60}" "$VW" & P+=($!)
+pty vramwatch-proc2s 120 40 "${PTY_S:-60}" "$VW" --config /tmp/proc2s.toml & P+=($!)
+pty nvidia-smi 120 40 "${PTY_S:-60}" nvidia-smi -l 1 & P+=($!)
+pty nvitop 120 40 "${PTY_S:-60}" python3 -m nvitop --interval 1 & P+=($!)
 wait "${P[@]}"
 at "ptybench 200x60"
 P=()
-pty vramwatch 200 60 "$VW" & P+=($!)
-pty nvitop 200 60 python3 -m nvitop --interval 1 & P+=($!)
-pty nvidia-smi 200 60 nvidia-smi -l 1 & P+=($!)
+pty vramwatch 200 60 "${PTY_S:-60}" "$VW" & P+=($!)
+pty nvitop 200 60 "${PTY_S:-60}" python3 -m nvitop --interval 1 & P+=($!)
+pty nvidia-smi 200 60 "${PTY_S:-60}" nvidia-smi -l 1 & P+=($!)
 wait "${P[@]}"
 wait $COST
 

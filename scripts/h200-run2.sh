@@ -5,22 +5,12 @@
 # snapshot/metrics vs nvidia-smi with the MiB rounding fixed, bench-sampler.
 set -uo pipefail
 OUT=${OUT:-$PWD/h200-out2}
-mkdir -p "$OUT/pty"
+mkdir -p "$OUT"
 exec > >(tee "$OUT/run.log") 2>&1
 VW=${VW:-$PWD/target/release/vramwatch}
 B=${B:-$PWD/.bench}
 S=$PWD/scripts
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --target /tmp/site "$B"/wheels/*.whl
-export PYTHONPATH=/tmp/site:$PWD/python
-t0=$(date +%s)
-at() { echo "== [$(($(date +%s) - t0))s] $*"; }
-pty() { # label cols rows seconds cmd...
-  local label=$1 c=$2 r=$3 s=$4; shift 4
-  python3 "$B/ptybench.py" --cols "$c" --rows "$r" --seconds "$s" --warmup 3 --label "$label" \
-    --save "$OUT/pty/$label-${c}x$r.raw" -- "$@" >"$OUT/pty/$label-${c}x$r.json"
-  cat "$OUT/pty/$label-${c}x$r.json"
-}
+. "$S/h200-lib.sh"
 printf '[sampling]\nslow_interval = "off"\n' >/tmp/noslow.toml
 printf '[sampling]\nslow_interval = "off"\nproc_util_interval = "2s"\n' >/tmp/lean.toml
 
@@ -46,21 +36,8 @@ sleep 15
 at "snapshot and metrics vs nvidia-smi, both GPUs"
 START_WORKLOAD=0 timeout 60 bash "$S/gpu-check.sh" "$VW" >"$OUT/gpu-check.txt" 2>&1; echo "gpu-check exit $?" >>"$OUT/gpu-check.txt"
 tail -25 "$OUT/gpu-check.txt"
-"$VW" serve --listen 127.0.0.1:9400 >"$OUT/serve.log" 2>&1 &
-SERVE=$!
-sleep 3
-smi() {
-  echo "#gpus"
-  nvidia-smi --query-gpu=index,uuid,memory.used,memory.reserved,memory.total,memory.free --format=csv,noheader,nounits
-  echo "#apps"
-  nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv,noheader,nounits
-}
-smi >"$OUT/m-a.csv"
-python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:9400/metrics").read().decode())' >"$OUT/metrics.txt"
-smi >"$OUT/m-b.csv"
-python3 "$S/gpu_compare.py" "$OUT/m-a.csv" "$OUT/metrics.txt" "$OUT/m-b.csv" >"$OUT/metrics-check.txt" 2>&1; echo "exit $?" >>"$OUT/metrics-check.txt"
+metrics_vs_smi
 tail -3 "$OUT/metrics-check.txt"
-kill $SERVE
 at "bench-sampler (background), phase B: both GPUs busy"
 ("$VW" bench-sampler --seconds 30 >"$OUT/sampler-default.json" 2>&1; "$VW" --config /tmp/lean.toml bench-sampler --seconds 30 >"$OUT/sampler-lean.json" 2>&1) &
 COST=$!
