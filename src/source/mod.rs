@@ -12,19 +12,6 @@ use thiserror::Error;
 
 use crate::model::{Bar1, MemInfo, Millis, ProcKind, SystemInfo};
 
-/// The lanes of the schedule, cheapest first (DESIGN.md §3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Lane {
-    /// Memory and per-process memory: microseconds, polled at 10 Hz or more.
-    Fast,
-    /// Utilisation, temperature, power, clocks (and process utilisation when
-    /// asked): at the display interval.
-    Normal,
-    /// PCIe throughput, energy, ECC: milliseconds of wall time, every few
-    /// seconds, on a thread of its own.
-    Slow,
-}
-
 /// Memory of one process on one GPU, as a probe reads it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProcMem {
