@@ -75,20 +75,9 @@ impl<T> Got<T> {
 }
 
 /// The range a figure may take.
-fn between<T: PartialOrd + Copy>(v: T, r: &RangeInclusive<T>) -> bool {
-    r.contains(&v)
-}
-
-fn dur_range(r: &RangeInclusive<Duration>) -> String {
-    format!(
-        "between {} and {}",
-        format_duration(*r.start()),
-        format_duration(*r.end())
-    )
-}
-
-fn num(v: f64) -> String {
-    format!("{v}")
+/// "between A and B", each end shown with `show`.
+fn between_text<T: Copy>(r: &RangeInclusive<T>, show: impl Fn(T) -> String) -> String {
+    format!("between {} and {}", show(*r.start()), show(*r.end()))
 }
 
 const SEC: Duration = Duration::from_secs(1);
@@ -113,6 +102,35 @@ impl Validator<'_> {
 
     fn echo(&self, span: &Range<usize>) -> String {
         echo(self.text.get(span.clone()).unwrap_or_default())
+    }
+
+    /// A parsed value if it lies in `range`. Otherwise the problem, naming
+    /// the key, the value as written and what it must be (`also` ends both
+    /// messages, e.g. `, or "off"`), and `None`.
+    fn in_range<T: PartialOrd>(
+        &mut self,
+        label: &str,
+        span: Range<usize>,
+        parsed: Result<T, String>,
+        range: &RangeInclusive<T>,
+        range_text: String,
+        also: &str,
+    ) -> Option<T> {
+        let echo = self.echo(&span);
+        match parsed {
+            Ok(v) if range.contains(&v) => Some(v),
+            Ok(_) => {
+                self.bad(
+                    Some(span),
+                    format!("{label} = {echo}: must be {range_text}{also}"),
+                );
+                None
+            }
+            Err(why) => {
+                self.bad(Some(span), format!("{label} = {echo}: {why}{also}"));
+                None
+            }
+        }
     }
 
     /// Where `got` came from, for a message: `(line 4)` or `(the default)`.
@@ -159,20 +177,10 @@ impl Validator<'_> {
         let Some(s) = self.string_of(label, f) else {
             return fallback;
         };
-        let echo = self.echo(&f.span());
-        match parse_duration(&s) {
-            Ok(d) if between(d, &range) => Got::written(d, f.span()),
-            Ok(_) => {
-                self.bad(
-                    Some(f.span()),
-                    format!("{label} = {echo}: must be {}", dur_range(&range)),
-                );
-                fallback
-            }
-            Err(why) => {
-                self.bad(Some(f.span()), format!("{label} = {echo}: {why}"));
-                fallback
-            }
+        let text = between_text(&range, format_duration);
+        match self.in_range(label, f.span(), parse_duration(&s), &range, text, "") {
+            Some(d) => Got::written(d, f.span()),
+            None => fallback,
         }
     }
 
@@ -190,29 +198,14 @@ impl Validator<'_> {
         let Some(s) = self.string_of(label, f) else {
             return fallback;
         };
-        let echo = self.echo(&f.span());
         if s.trim() == "off" {
             return Got::written(None, f.span());
         }
-        match parse_duration(&s) {
-            Ok(d) if between(d, &range) => Got::written(Some(d), f.span()),
-            Ok(_) => {
-                self.bad(
-                    Some(f.span()),
-                    format!(
-                        "{label} = {echo}: must be {}, or \"off\"",
-                        dur_range(&range)
-                    ),
-                );
-                fallback
-            }
-            Err(why) => {
-                self.bad(
-                    Some(f.span()),
-                    format!("{label} = {echo}: {why}, or \"off\""),
-                );
-                fallback
-            }
+        let text = between_text(&range, format_duration);
+        let also = ", or \"off\"";
+        match self.in_range(label, f.span(), parse_duration(&s), &range, text, also) {
+            Some(d) => Got::written(Some(d), f.span()),
+            None => fallback,
         }
     }
 
@@ -223,21 +216,13 @@ impl Validator<'_> {
         default: f64,
         range: RangeInclusive<f64>,
     ) -> Got<f64> {
-        match f {
-            None => self.unset(label, default),
-            Some(f) if between(*f.get_ref(), &range) => Got::written(*f.get_ref(), f.span()),
-            Some(f) => {
-                let echo = self.echo(&f.span());
-                self.bad(
-                    Some(f.span()),
-                    format!(
-                        "{label} = {echo}: must be between {} and {}",
-                        num(*range.start()),
-                        num(*range.end())
-                    ),
-                );
-                Got::failed(default)
-            }
+        let Some(f) = f else {
+            return self.unset(label, default);
+        };
+        let text = between_text(&range, |v: f64| v.to_string());
+        match self.in_range(label, f.span(), Ok(*f.get_ref()), &range, text, "") {
+            Some(v) => Got::written(v, f.span()),
+            None => Got::failed(default),
         }
     }
 
@@ -368,8 +353,8 @@ impl Validator<'_> {
         let w = self.number(&wl, warn, default.warn, range.clone());
         let c = self.number(&cl, crit, default.crit, range);
         if w.value >= c.value && !w.failed && !c.failed {
-            let ws = self.shown(&w, |v| num(*v));
-            let cs = self.shown(&c, |v| num(*v));
+            let ws = self.shown(&w, |v| v.to_string());
+            let cs = self.shown(&c, |v| v.to_string());
             let msg = format!(
                 "[thresholds] {name}_warn = {ws} {} must be below {name}_crit = {cs} {}",
                 self.origin(&w),
@@ -447,27 +432,11 @@ impl Validator<'_> {
             None => d.leak_min_rate,
             Some(f) => {
                 let label = "[alerts] leak_min_rate";
-                let echo = self.echo(&f.span());
                 let range = 1024.0..=1024.0_f64.powi(4);
-                match self.string_of(label, f).map(|s| parse_rate(&s)) {
-                    None => d.leak_min_rate,
-                    Some(Ok(r)) if between(r, &range) => r,
-                    Some(Ok(_)) => {
-                        self.bad(
-                            Some(f.span()),
-                            format!(
-                                "{label} = {echo}: must be between {} and {}",
-                                format_rate(*range.start()),
-                                format_rate(*range.end())
-                            ),
-                        );
-                        d.leak_min_rate
-                    }
-                    Some(Err(why)) => {
-                        self.bad(Some(f.span()), format!("{label} = {echo}: {why}"));
-                        d.leak_min_rate
-                    }
-                }
+                let text = between_text(&range, format_rate);
+                self.string_of(label, f)
+                    .and_then(|s| self.in_range(label, f.span(), parse_rate(&s), &range, text, ""))
+                    .unwrap_or(d.leak_min_rate)
             }
         };
         let leak_min_duration = self.duration(
@@ -656,31 +625,15 @@ impl Validator<'_> {
         let max_size = match &r.max_size {
             None => d.max_size,
             Some(f) => {
-                let echo = self.echo(&f.span());
                 let parsed = match &f.get_ref().value {
                     Scalar::Str(s) => parse_size(s),
                     Scalar::Num(n) if *n >= 0.0 && n.fract() == 0.0 => Ok(*n as u64),
                     Scalar::Num(_) => Err("a number of bytes is a whole number".to_owned()),
                 };
                 let range = 1u64 << 20..=1u64 << 40;
-                match parsed {
-                    Ok(b) if range.contains(&b) => b,
-                    Ok(_) => {
-                        self.bad(
-                            Some(f.span()),
-                            format!(
-                                "[record] max_size = {echo}: must be between {} and {}",
-                                format_size(*range.start()),
-                                format_size(*range.end())
-                            ),
-                        );
-                        d.max_size
-                    }
-                    Err(why) => {
-                        self.bad(Some(f.span()), format!("[record] max_size = {echo}: {why}"));
-                        d.max_size
-                    }
-                }
+                let text = between_text(&range, format_size);
+                self.in_range("[record] max_size", f.span(), parsed, &range, text, "")
+                    .unwrap_or(d.max_size)
             }
         };
         let sync_every = self.duration(
