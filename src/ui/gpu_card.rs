@@ -13,7 +13,7 @@ use crate::app::{App, Pane};
 use crate::config::Severity;
 use crate::history::Agg;
 use crate::model::units::{MIB, bytes_short, duration_short, rate_short};
-use crate::model::{GpuSample, GpuState};
+use crate::model::{GpuSample, GpuState, MemInfo};
 use crate::ui::theme::Theme;
 
 /// One GPU at the slot on screen.
@@ -58,6 +58,19 @@ fn value(text: String, sev: Severity, t: &Theme) -> Vec<Span<'static>> {
         Span::styled(mark.to_string(), t.level(sev)),
         Span::styled(text, t.level(sev)),
     ]
+}
+
+/// "used{sep}total" at fixed widths (a changing figure does not move its
+/// neighbours), then the graded percentage.
+fn used_of_total(app: &App, g: &GpuSample, m: MemInfo, sep: &str) -> Vec<Span<'static>> {
+    let (pct, sev) = memory_level(app, g).unwrap_or((0.0, Severity::Normal));
+    let mut out = vec![Span::raw(format!(
+        " {:>6}{sep}{:<5}",
+        bytes_short(m.used),
+        bytes_short(m.total)
+    ))];
+    out.extend(value(format!("{pct:>3.0}%"), sev, &app.theme));
+    out
 }
 
 /// The memory bar: used █, reserved ▒, free ░, the peak since start ┃.
@@ -204,14 +217,7 @@ impl Widget for &GpuCard<'_> {
         let bar_w = (w / 3).clamp(10, 60);
         l1.extend(memory_bar(app, g, peak.map(|p| p.0), bar_w));
         if let Some(m) = g.mem {
-            let (pct, sev) = memory_level(app, g).unwrap_or((0.0, Severity::Normal));
-            // Fixed widths: a changing figure does not move its neighbours.
-            l1.push(Span::raw(format!(
-                " {:>6} / {:<5}",
-                bytes_short(m.used),
-                bytes_short(m.total)
-            )));
-            l1.extend(value(format!("{pct:>3.0}%"), sev, t));
+            l1.extend(used_of_total(app, g, m, " / "));
             l1.push(Span::styled("  resv ", t.dim));
             l1.push(Span::raw(format!("{:>5}", bytes_short(m.reserved))));
             if let Some(u) = unaccounted(app, i, slot, g) {
@@ -413,13 +419,7 @@ impl Widget for &GpuLine<'_> {
             bar_w,
         ));
         if let Some(m) = g.mem {
-            let (pct, sev) = memory_level(app, g).unwrap_or((0.0, Severity::Normal));
-            spans.push(Span::raw(format!(
-                " {:>6}/{:<5}",
-                bytes_short(m.used),
-                bytes_short(m.total)
-            )));
-            spans.extend(value(format!("{pct:>3.0}%"), sev, t));
+            spans.extend(used_of_total(app, g, m, "/"));
         }
         let used: usize = spans.iter().map(|s| s.width()).sum();
         let rest = w.saturating_sub(used as u16);
