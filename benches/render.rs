@@ -11,7 +11,7 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use vramwatch::app::{App, Event, fixture};
-use vramwatch::ui::theme::{Depth, Theme};
+use vramwatch::theme::{Depth, Theme};
 
 #[path = "support/counting_writer.rs"]
 mod counting_writer;
@@ -26,14 +26,11 @@ fn bytes_per_second(
     warm: u64,
     measure: u64,
 ) -> f64 {
-    let (system, snaps) = fixture::snapshots(scenario, 1, warm + measure, "me");
-    let mut app = App::new(
-        vramwatch::config::Config::default(),
-        system,
-        vramwatch::app::Mode::Live,
-        "me".into(),
-    );
-    app.theme = Theme::new(vramwatch::config::Theme::Dark, depth);
+    let config = vramwatch::config::Config::default();
+    let (system, snaps) = fixture::analysed(scenario, 1, warm + measure, "me", &config);
+    let mut settings = fixture::settings(config, system);
+    settings.theme = Theme::new(vramwatch::config::Theme::Dark, depth);
+    let mut app = App::live(settings);
     app.update(Event::Resize(size.0, size.1));
     let count = CountingWriter::default();
     let total = count.0.clone();
@@ -49,7 +46,7 @@ fn bytes_per_second(
     };
     let mut at_start = 0;
     for (i, s) in snaps.iter().enumerate() {
-        app.on_snapshot(s);
+        app.update(Event::Snapshot(s.clone()));
         let _ = term.draw(|f| vramwatch::ui::draw(f, &app));
         if i as u64 + 1 == warm {
             at_start = total.get();

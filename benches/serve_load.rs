@@ -20,8 +20,11 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use vramwatch::analysis::AnalysisConfig;
 use vramwatch::export::{self, ServeOptions};
-use vramwatch::sampler::{Sampler, Schedule, now_ms};
+use vramwatch::model::now_ms;
+use vramwatch::pipeline::Pipeline;
+use vramwatch::sampler::Schedule;
 use vramwatch::source::sim::{SimSource, SimWorld};
 
 fn env(name: &str, default: u64) -> u64 {
@@ -212,32 +215,31 @@ fn main() {
     let path = std::env::var("VW_LOAD_PATH").unwrap_or_else(|_| "/metrics".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
 
-    // The sampler's runtime, as `vramwatch serve` has it: one thread.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    // The pipeline on its own thread, as `vramwatch serve` has it.
     let schedule = Schedule::default();
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-    let (sampler, server) = rt.block_on(async {
-        let world = SimWorld::new("demo", 1, now_ms().saturating_sub(60_000)).expect("demo");
-        let sampler = Sampler::spawn(Box::new(SimSource::new(world, "me".into())), schedule);
-        let server = export::Server::start(
-            export::bind("127.0.0.1:0").expect("bind"),
-            &sampler,
-            ServeOptions {
-                threads,
-                ..ServeOptions::default()
-            },
-        )
-        .expect("server");
-        (sampler, server)
-    });
+    let world = SimWorld::new("demo", 1, now_ms().saturating_sub(60_000)).expect("demo");
+    let pipeline = Pipeline::start(
+        Box::new(SimSource::new(world, "me".into())),
+        schedule,
+        AnalysisConfig::default(),
+    )
+    .expect("pipeline");
+    let server = export::Server::start(
+        export::bind("127.0.0.1:0").expect("bind"),
+        pipeline.hub(),
+        ServeOptions {
+            threads,
+            ..ServeOptions::default()
+        },
+    )
+    .expect("server");
     let addr = server.local_addr();
-    let mut rx = sampler.subscribe();
+    let rx = pipeline.hub().subscribe_all(100_000);
     let rec = seen.clone();
-    rt.spawn(async move {
-        while let Ok(s) = rx.recv().await {
+    std::thread::spawn(move || {
+        for a in rx {
+            let s = &a.snapshot;
             let min_reads = s.gpus.iter().map(|g| g.mem_reads).min().unwrap_or(0);
             if let Ok(mut v) = rec.lock() {
                 v.push(Seen {
@@ -249,15 +251,16 @@ fn main() {
             }
         }
     });
-    // The sampler runtime keeps running on its own thread from here on.
-    let sampler_thread = std::thread::Builder::new()
-        .name("sampler-rt".into())
+    let stopper = std::thread::Builder::new()
+        .name("stopper".into())
         .spawn(move || {
-            rt.block_on(async {
-                tokio::time::sleep(Duration::from_secs(baseline + secs + 2)).await
-            });
-            drop(sampler);
+            std::thread::sleep(Duration::from_secs(baseline + secs + 2));
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
             rt.block_on(server.stop());
+            pipeline.stop();
         })
         .expect("thread");
 
@@ -343,7 +346,7 @@ fn main() {
             );
         }
     }
-    let _ = sampler_thread.join();
+    let _ = stopper.join();
     let seen = seen.lock().map(|v| v.clone()).unwrap_or_default();
     println!("  sampler schedule:");
     let interval_ms = schedule.interval.as_millis() as u64;

@@ -1,20 +1,32 @@
 #!/usr/bin/env bash
-# vramwatch, `nvidia-smi -l 1` and nvitop side by side, in one run, each in a
-# pty of the same size (../shared/bench/ptybench.py): CPU %, bytes/s written
-# to the terminal, peak RSS, first paint. Run it on a GPU host while a known
-# workload runs (../shared/bench/gpu_workload.py steady leak sawtooth idle=4).
 # Usage: scripts/bench-vs-peers.sh OUTDIR [SECONDS] [COLS] [ROWS]
-# Env: VRAMWATCH (binary), PTYBENCH (ptybench.py), NVITOP (command; empty to
-# skip), BENCH_TERM (TERM inside the pty, default xterm-256color).
+# vramwatch, `nvidia-smi -l 1` and nvitop side by side, in one run, each in a
+# pty of the same size (tools/bench/ptybench.py): CPU %, bytes/s written to
+# the terminal, peak RSS, first paint. Run it on a GPU host while a known
+# workload runs (tools/bench/gpu_workload.py steady leak sawtooth idle=4).
+# Writes OUTDIR/LABEL-COLSxROWS.{json,raw} and OUTDIR/table-COLSxROWS.md;
+# with pyte installed, also each program's last screen (.screen.txt).
+# Works from any directory.
+# Env: VRAMWATCH (binary, default the repo's target/release/vramwatch),
+# PTYBENCH (ptybench.py, default the repo's tools/bench/ptybench.py), NVITOP
+# (command; empty to skip; the default is skipped when nvitop is not
+# installed), BENCH_TERM (TERM inside the pty, default xterm-256color).
 set -uo pipefail
 OUT=${1:?usage: bench-vs-peers.sh OUTDIR [SECONDS] [COLS] [ROWS]}
 SECS=${2:-30}
 COLS=${3:-120}
 ROWS=${4:-40}
-VW=${VRAMWATCH:-target/release/vramwatch}
-PTY=${PTYBENCH:-../shared/bench/ptybench.py}
-NVITOP=${NVITOP-python3 -m nvitop --interval 1}
 HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+VW=${VRAMWATCH:-$ROOT/target/release/vramwatch}
+PTY=${PTYBENCH:-$ROOT/tools/bench/ptybench.py}
+NVITOP=${NVITOP-python3 -m nvitop --interval 1}
+if [ "$NVITOP" = "python3 -m nvitop --interval 1" ] && ! python3 -c "import nvitop" 2>/dev/null; then
+  echo "bench-vs-peers.sh: nvitop is not installed (pip install nvitop); measuring without it" >&2
+  NVITOP=
+fi
+[ -f "$PTY" ] || { echo "bench-vs-peers.sh: no ptybench.py at $PTY" >&2; exit 2; }
+[ -x "$VW" ] || command -v "$VW" >/dev/null || { echo "bench-vs-peers.sh: no vramwatch at $VW (cargo build --release?)" >&2; exit 2; }
 mkdir -p "$OUT"
 tag="${COLS}x${ROWS}"
 bench() { # label, then the command

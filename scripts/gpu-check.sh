@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
-# On a machine with NVIDIA GPUs: start known workloads (../shared/bench/
+# Usage: scripts/gpu-check.sh [path/to/vramwatch] [path/to/gpu_workload.py]
+# On a machine with NVIDIA GPUs: start known workloads (tools/bench/
 # gpu_workload.py, different roles per GPU), then check that
 # `vramwatch snapshot --json` and nvidia-smi agree on memory used, reserved,
 # total and free per GPU and on every process's memory (whole MiB), and that
 # every PID matches. See scripts/gpu_compare.py for the rule on figures that
-# move while they are read.
-# Usage: scripts/gpu-check.sh [path/to/vramwatch] [path/to/gpu_workload.py]
+# move while they are read. Needs nvidia-smi, python3 and, for the workload,
+# PyTorch. Works from any directory.
+# Defaults: the repo's target/release/vramwatch and tools/bench/gpu_workload.py.
+# Env: START_WORKLOAD=0 (check whatever already runs), SECONDS_RUN (workload
+# length, default 60), SETTLE (wait before reading, default 25), STEADY_GIB
+# (default 16) and the other gpu_workload.py variables.
 set -euo pipefail
-BIN=${1:-target/release/vramwatch}
-WORKLOAD=${2:-../shared/bench/gpu_workload.py}
 HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+BIN=${1:-$ROOT/target/release/vramwatch}
+WORKLOAD=${2:-$ROOT/tools/bench/gpu_workload.py}
+[ -x "$BIN" ] || command -v "$BIN" >/dev/null || { echo "gpu-check.sh: no vramwatch at $BIN (cargo build --release?)" >&2; exit 2; }
+if [ "${START_WORKLOAD:-1}" = 1 ] && [ ! -f "$WORKLOAD" ]; then
+  echo "gpu-check.sh: no workload script at $WORKLOAD" >&2; exit 2
+fi
 TMP=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
+# Each workload runs in its own process group (setsid), so that its role
+# processes end with the check, not when their --seconds run out.
+WL=()
+trap 'for p in ${WL[@]+"${WL[@]}"}; do kill -- "-$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
 n=$(nvidia-smi -L | wc -l)
 echo "== $n GPU(s); driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
@@ -21,9 +34,13 @@ if [ "${START_WORKLOAD:-1}" = 1 ]; then
     r=${roles[$((g % ${#roles[@]}))]}
     echo "== GPU $g: $r"
     # shellcheck disable=SC2086
-    STEADY_GIB=${STEADY_GIB:-16} python3 "$WORKLOAD" --seconds "${SECONDS_RUN:-60}" --device "$g" $r >"$TMP/wl-$g.log" 2>&1 &
+    STEADY_GIB=${STEADY_GIB:-16} setsid python3 "$WORKLOAD" --seconds "${SECONDS_RUN:-60}" --device "$g" $r >"$TMP/wl-$g.log" 2>&1 </dev/null &
+    WL+=("$!")
   done
   sleep "${SETTLE:-25}"
+  for ((g = 0; g < n; g++)); do
+    kill -0 "${WL[$g]}" 2>/dev/null || { echo "== GPU $g: the workload ended early:"; tail -5 "$TMP/wl-$g.log"; }
+  done
 fi
 
 smi() {

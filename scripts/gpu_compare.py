@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: scripts/gpu_compare.py BEFORE.csvs SNAP.json|METRICS.txt AFTER.csvs  (exit 0 when all agree)
 """Compare `vramwatch snapshot --json` with nvidia-smi, GPU by GPU and
 process by process, in whole MiB as nvidia-smi prints them.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: scripts/peer_table.py RESULT.json ...  (ptybench.py results -> markdown table on stdout)
 """Turns ptybench.py results (one JSON object per file) into a markdown
 table with vramwatch's figures as ratios of each peer's.
 Usage: peer_table.py RESULT.json ..."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Usage: scripts/render_screen.py RAW COLS ROWS  (needs pyte; last screen as text on stdout)
 """Replays a terminal program's raw output (ptybench.py --save) on a virtual
 screen and prints the last screen as text: a screenshot without a terminal.
 Needs pyte (pip install pyte). Usage: render_screen.py RAW COLS ROWS"""

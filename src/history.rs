@@ -60,6 +60,17 @@ pub struct ProcFacts {
     pub ns_pid: Option<u32>,
 }
 
+impl ProcFacts {
+    /// The best label for the process: its command, else its name, else "?".
+    pub fn label(&self) -> &str {
+        self.command
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .or(self.name.as_deref())
+            .unwrap_or("?")
+    }
+}
+
 /// One process's series: slot `first_slot + i` is `points[i]`.
 #[derive(Clone, Debug)]
 pub struct ProcSeries {
@@ -75,7 +86,7 @@ pub struct ProcSeries {
     /// Highest memory ever seen (fast lane included), and when.
     pub peak: Option<(u64, Millis)>,
     /// The newest PyTorch allocator figures, if the process publishes them.
-    pub torch: Option<Arc<crate::torch_alloc::AllocStats>>,
+    pub torch: Option<Arc<crate::model::alloc::AllocStats>>,
 }
 
 impl ProcSeries {

@@ -8,7 +8,7 @@ use clap::Parser;
 
 use vramwatch::cli::{Cli, Command};
 use vramwatch::commands::{self, dashboard};
-use vramwatch::host;
+use vramwatch::source::host;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -180,7 +180,7 @@ fn sim_crowded_has_no_leaks() {
     assert!(card.ooms.is_empty());
 }
 
-/// A GPU running ../shared/bench/gpu_workload.py roles as an H200 with NVML
+/// A GPU running tools/bench/gpu_workload.py roles as an H200 with NVML
 /// would show them: simulated in 10 ms ticks, an allocation that does not
 /// fit kills its process (as CUDA OOM does); snapshots every second (with
 /// jitter), `mem_peak` from 10 Hz fast-lane reads. `leak` grows 32 MiB

@@ -1,4 +1,4 @@
-//! Real recordings from two H200s (scripts/h200-run.sh, h200-run2.sh) keep
+//! Real recordings from two H200s (docs/results/h200-runs.md) keep
 //! the analysis honest in CI: gpu_workload.py's `leak` roles are flagged
 //! within 20 s of their first allocation, the forecasts made 60, 30 and 10 s
 //! before the real CUDA OOM contain it, and no steady, sawtooth or idle

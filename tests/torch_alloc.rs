@@ -10,10 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use vramwatch::analysis::allocator::advice;
 use vramwatch::model::ProcessKey;
+use vramwatch::model::alloc::AllocStats;
 use vramwatch::model::units::GIB;
-use vramwatch::torch_alloc::{
-    self, AllocStats, MAX_FILE_BYTES, ReadError, START_TIME_SLACK_S, TorchAllocReader,
+use vramwatch::source::torch::{
+    self as torch_alloc, MAX_FILE_BYTES, ReadError, START_TIME_SLACK_S, TorchAllocReader,
     effective_uid,
 };
 
@@ -118,7 +120,7 @@ fn a_valid_file_gives_every_figure() {
     assert_eq!(dev.cached_free(), 20 * GIB);
     assert_eq!(dev.fragmentation(), Some(0.28));
     // Fragmented with retries and no expandable segments: that advice.
-    let advice = torch_alloc::advice(&s, false);
+    let advice = advice(&s, false);
     assert!(
         advice
             .iter()
@@ -134,7 +136,7 @@ fn before_cuda_starts_there_are_no_devices() {
     assert!(!s.cuda_initialized);
     assert!(s.devices.is_empty());
     assert!(s.expandable_segments());
-    assert!(torch_alloc::advice(&s, true).is_empty());
+    assert!(advice(&s, true).is_empty());
 }
 
 #[test]
@@ -445,7 +447,7 @@ sys.stdin.read()
         ..Default::default()
     }];
     use vramwatch::source::HostFacts;
-    vramwatch::host::ProcHost::new(Vec::new()).enrich(0, &mut procs);
+    vramwatch::source::host::ProcHost::new(Vec::new()).enrich(0, &mut procs);
     let key = procs[0].key();
     assert!(key.start_time > 0);
 
@@ -476,7 +478,7 @@ sys.stdin.read()
     assert_eq!((d.allocated_peak, d.reserved_peak), (9 * GIB, 14 * GIB));
     assert_eq!((d.num_alloc_retries, d.num_ooms), (6, 1));
     assert_eq!(d.largest_free, Some(7 << 20));
-    let advice = torch_alloc::advice(&s, true);
+    let advice = advice(&s, true);
     assert!(
         advice
             .iter()

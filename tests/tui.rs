@@ -8,14 +8,14 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Modifier;
 
-use vramwatch::app::{App, Event, Mode, fixture};
+use vramwatch::app::{App, Event, fixture};
 use vramwatch::config::{Config, Theme as ThemeName};
-use vramwatch::ui::theme::{Depth, Theme};
+use vramwatch::theme::{Depth, Theme};
 
 const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (200, 60)];
 
 fn render(app: &App) -> Buffer {
-    let (w, h) = app.view.size;
+    let (w, h) = app.size();
     let mut t = Terminal::new(TestBackend::new(w, h)).expect("test backend");
     t.draw(|f| vramwatch::ui::draw(f, app)).expect("draw");
     t.backend().buffer().clone()
@@ -140,9 +140,11 @@ fn confirm_dialog_filter_events_and_replay_screens() {
     insta::assert_snapshot!("events_120x40", text(&render(&app)));
 
     let (system, snaps) = fixture::snapshots("demo", 1, 120, "me");
-    let timeline = vramwatch::app::replay::VecTimeline(snaps);
-    let mut app = App::replaying_from(Config::default(), system, Box::new(timeline), "me".into());
-    app.clock = vramwatch::app::Clock::Utc;
+    let timeline = vramwatch::app::playback::VecTimeline(snaps);
+    let mut app = App::replaying_from(
+        fixture::settings(Config::default(), system),
+        Box::new(timeline),
+    );
     app.update(Event::Resize(120, 40));
     key(&mut app, KeyCode::Char('+'));
     key(&mut app, KeyCode::Char('+'));
@@ -188,24 +190,32 @@ fn no_size_panics() {
 #[test]
 fn memory_over_the_critical_level_is_marked_and_coloured() {
     // The leak scenario's GPU is above 95 % just before the OOM.
-    let (system, snaps) = fixture::snapshots("leak", 1, 200, "me");
+    let (system, snaps) = fixture::analysed("leak", 1, 200, "me", &Config::default());
     let near_full = snaps
         .iter()
-        .position(|s| s.gpus[0].mem.is_some_and(|m| m.used_pct() >= 96.0))
+        .position(|s| s.snapshot.gpus[0].mem.is_some_and(|m| m.used_pct() >= 96.0))
         .expect("the leak gets close to full");
-    let mut app = App::new(Config::default(), system, Mode::Live, "me".into());
-    app.update(Event::Resize(120, 40));
-    for s in &snaps[..=near_full] {
-        app.on_snapshot(s);
-    }
+    let fill = |theme: Option<Theme>| {
+        let mut settings = fixture::settings(Config::default(), system.clone());
+        if let Some(t) = theme {
+            settings.theme = t;
+        }
+        let mut app = App::live(settings);
+        app.update(Event::Resize(120, 40));
+        for s in &snaps[..=near_full] {
+            app.update(Event::Snapshot(s.clone()));
+        }
+        app
+    };
+    let app = fill(None);
     let buf = render(&app);
     let (x, y) = find(&buf, "‼").expect("critical mark on screen");
     let cell = &buf[(x + 1, y)];
-    assert_eq!(cell.fg, app.theme.crit.fg.unwrap(), "critical colour");
+    assert_eq!(cell.fg, app.theme().crit.fg.unwrap(), "critical colour");
     assert!(cell.modifier.contains(Modifier::BOLD));
 
     // Without colour the mark stays and the value is reversed.
-    app.theme = Theme::new(ThemeName::Mono, Depth::TrueColor);
+    let app = fill(Some(Theme::new(ThemeName::Mono, Depth::TrueColor)));
     let buf = render(&app);
     let (x, y) = find(&buf, "‼").expect("critical mark without colour");
     assert!(buf[(x + 1, y)].modifier.contains(Modifier::REVERSED));
@@ -215,16 +225,11 @@ fn memory_over_the_critical_level_is_marked_and_coloured() {
 fn warn_level_has_its_own_mark_and_colour() {
     let mut config = Config::default();
     config.thresholds.memory.warn = 50.0;
-    let (system, snaps) = fixture::snapshots("demo", 1, 30, "me");
-    let mut app = App::new(config, system, Mode::Live, "me".into());
-    app.update(Event::Resize(120, 40));
-    for s in &snaps {
-        app.on_snapshot(s);
-    }
+    let app = fixture::app_with(config, "demo", 1, 30, (120, 40));
     let buf = render(&app);
     // GPU 1 holds the 96 GiB job and the leak: 79 %, over warn=50, under crit=95.
     let (x, y) = find(&buf, "▲ 79%").expect("warn mark on GPU 1");
-    assert_eq!(buf[(x + 1, y)].fg, app.theme.warn.fg.unwrap());
+    assert_eq!(buf[(x + 1, y)].fg, app.theme().warn.fg.unwrap());
 }
 
 #[test]
@@ -234,19 +239,22 @@ fn other_users_are_dimmed_and_the_selection_is_reversed() {
     let (_, y_alice) = find(&buf, "alice").expect("alice's process listed");
     let (_, y_me) = find(&buf, " me ").expect("my process listed");
     let row_fg = |y: u16| buf[(2, y)].fg;
-    assert_eq!(row_fg(y_alice), app.theme.other_user.fg.unwrap());
-    assert_ne!(row_fg(y_me), app.theme.other_user.fg.unwrap());
+    assert_eq!(row_fg(y_alice), app.theme().other_user.fg.unwrap());
+    assert_ne!(row_fg(y_me), app.theme().other_user.fg.unwrap());
     // The selected (first) row is reversed.
     let body =
-        vramwatch::ui::layout::table_body(app.view.size, app.system.gpus.len(), false, false);
+        vramwatch::app::layout::table_body(app.size(), app.system().gpus.len(), false, false);
     assert!(buf[(1, body.y)].modifier.contains(Modifier::REVERSED));
     assert!(!buf[(1, body.y + 1)].modifier.contains(Modifier::REVERSED));
 }
 
 #[test]
 fn colours_map_down_for_small_terminals() {
-    let mut app = at("demo", 30, (120, 40));
-    app.theme = Theme::new(ThemeName::Dark, Depth::Ansi16);
+    let mut settings =
+        fixture::settings(Config::default(), fixture::snapshots("demo", 1, 1, "me").0);
+    settings.theme = Theme::new(ThemeName::Dark, Depth::Ansi16);
+    let mut app = fixture::app_from(settings, "demo", 1, 30, (120, 40));
+    key(&mut app, KeyCode::Char('g'));
     let buf = render(&app);
     for y in 0..buf.area.height {
         for x in 0..buf.area.width {
@@ -298,7 +306,7 @@ fn process_view_shows_the_pytorch_allocator_when_the_process_publishes_it() {
         let screen = text(&buf);
         assert!(screen.contains("PID 48211"), "{screen}");
         let (x, y) = find(&buf, "outside the allocator").expect("allocator figures");
-        assert_eq!(buf[(x, y)].style().fg, app.theme.label.fg, "labelled");
+        assert_eq!(buf[(x, y)].style().fg, app.theme().label.fg, "labelled");
         insta::assert_snapshot!(format!("process_torch_{}x{}", size.0, size.1), screen);
     }
 }

@@ -8,7 +8,7 @@
 //! however long the run.
 
 pub mod alerts;
-pub mod burst;
+pub mod allocator;
 pub mod forecast;
 pub mod hook;
 pub mod leak;
@@ -25,7 +25,6 @@ use serde::Serialize;
 
 use crate::config::Config;
 pub use alerts::{Alert, AlertKind, AlertLevels};
-pub use burst::wants_burst;
 pub use forecast::{Forecast, Room};
 pub use hook::{HookError, alert_env, run_hook};
 pub use leak::{LeakFlag, LeakParams};
@@ -146,6 +145,38 @@ pub struct ProcAssessment {
     pub forecast: Option<Forecast>,
 }
 
+/// The analysis as of one snapshot: every GPU's assessment and every
+/// process's not yet forgotten. The pipeline sends one with each snapshot,
+/// so every consumer (dashboard, recorder, exporter) reads the same figures.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Assessment {
+    /// The snapshot it is of.
+    pub t_ms: Millis,
+    /// By GPU index.
+    gpus: Vec<GpuAssessment>,
+    procs: HashMap<(ProcessKey, u32), ProcAssessment>,
+}
+
+impl Assessment {
+    pub fn gpu(&self, index: u32) -> Option<&GpuAssessment> {
+        self.gpus.iter().find(|g| g.index == index)
+    }
+
+    /// Every GPU seen, by index.
+    pub fn gpus(&self) -> impl Iterator<Item = &GpuAssessment> {
+        self.gpus.iter()
+    }
+
+    pub fn process(&self, key: &ProcessKey, gpu: u32) -> Option<&ProcAssessment> {
+        self.procs.get(&(*key, gpu))
+    }
+
+    /// Every process seen and not yet forgotten, in no particular order.
+    pub fn processes(&self) -> impl Iterator<Item = &ProcAssessment> {
+        self.procs.values()
+    }
+}
+
 #[derive(Debug)]
 struct GpuTrack {
     series: Series,
@@ -241,6 +272,16 @@ impl Analyzer {
     /// Every process seen and not yet forgotten, in no particular order.
     pub fn processes(&self) -> impl Iterator<Item = &ProcAssessment> {
         self.procs.values().map(|t| &t.a)
+    }
+
+    /// A copy of the analysis as it stands, as of `t_ms` (the newest
+    /// snapshot observed).
+    pub fn assessment(&self, t_ms: Millis) -> Assessment {
+        Assessment {
+            t_ms,
+            gpus: self.gpus.values().map(|t| t.a.clone()).collect(),
+            procs: self.procs.iter().map(|(k, t)| (*k, t.a.clone())).collect(),
+        }
     }
 
     /// Feeds one snapshot; returns the alerts it raised, ordered by GPU and

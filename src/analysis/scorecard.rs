@@ -231,7 +231,7 @@ impl Scorer {
                     .gpus
                     .iter()
                     .find(|g| g.index == gpu)
-                    .and_then(crate::analysis::burst::peak_used_pct)
+                    .and_then(|g| g.peak_pct_full())
                     .is_some_and(|p| p >= OOM_NEAR_FULL_PCT);
                 let oom = e.kind == EventKind::SuspectedOom
                     || (e.kind == EventKind::ProcessExited && near_full_now);

@@ -21,6 +21,4 @@ pub enum Action {
     Bell,
     /// Give the terminal back to the shell until `fg`.
     Suspend,
-    /// Alerts fired: ring the bell and run the hook, as configured.
-    Alerts(Vec<crate::analysis::Alert>),
 }

@@ -5,15 +5,15 @@ use std::sync::Arc;
 use crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::history::ProcId;
-use crate::model::Snapshot;
+use crate::pipeline::Analyzed;
 
 #[derive(Clone, Debug)]
 pub enum Event {
     Key(KeyEvent),
     Mouse(MouseEvent),
     Resize(u16, u16),
-    /// A new sample (live) .
-    Snapshot(Arc<Snapshot>),
+    /// A new analysed sample from the pipeline (live).
+    Snapshot(Arc<Analyzed>),
     /// Replay playback advances one step.
     PlayTick,
     /// What became of an action, for the message line.

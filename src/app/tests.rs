@@ -4,6 +4,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 
 use super::*;
 use crate::app::fixture;
+use crate::app::playback::{PRELOAD, VecTimeline};
+use crate::config::{Column, Config};
 
 fn key(app: &mut App, code: KeyCode) -> Option<Action> {
     app.update(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)))
@@ -23,7 +25,7 @@ fn demo(seconds: u64) -> App {
 }
 
 fn selected_pid(app: &App) -> u32 {
-    app.view.selected.map(|s| s.key.pid).unwrap_or(0)
+    app.table().selected.map(|s| s.key.pid).unwrap_or(0)
 }
 
 #[test]
@@ -75,17 +77,17 @@ fn sort_keys_cycle_columns_and_invert() {
     let mut app = demo(10);
     // Wide enough that every configured column is shown.
     app.update(Event::Resize(200, 60));
-    assert_eq!(app.view.sort.column, Column::Memory);
+    assert_eq!(app.table().sort.column, Column::Memory);
     ch(&mut app, '>');
-    assert_eq!(app.view.sort.column, Column::Trend);
+    assert_eq!(app.table().sort.column, Column::Trend);
     ch(&mut app, '<');
     ch(&mut app, '<');
-    assert_eq!(app.view.sort.column, Column::Kind);
+    assert_eq!(app.table().sort.column, Column::Kind);
     ch(&mut app, 's');
-    assert_eq!(app.view.sort.column, Column::Memory);
-    assert!(app.view.sort.descending);
+    assert_eq!(app.table().sort.column, Column::Memory);
+    assert!(app.table().sort.descending);
     ch(&mut app, 'I');
-    assert!(!app.view.sort.descending);
+    assert!(!app.table().sort.descending);
     let mems: Vec<u64> = app
         .rows()
         .iter()
@@ -99,18 +101,26 @@ fn sort_keys_cycle_columns_and_invert() {
 fn sort_keys_skip_columns_hidden_at_this_width() {
     let mut app = demo(10);
     app.update(Event::Resize(80, 24));
-    let shown = crate::ui::process_table::fit_columns(&app.config.display.columns, 80);
+    let shown = crate::app::layout::fit_columns(&app.config().display.columns, 80);
     assert!(
-        shown.len() < app.config.display.columns.len(),
+        shown.len() < app.config().display.columns.len(),
         "80 columns should hide some: {shown:?}"
     );
-    for _ in 0..2 * app.config.display.columns.len() {
+    for _ in 0..2 * app.config().display.columns.len() {
         ch(&mut app, '>');
-        assert!(shown.contains(&app.view.sort.column), "{:?}", app.view.sort);
+        assert!(
+            shown.contains(&app.table().sort.column),
+            "{:?}",
+            app.table().sort
+        );
     }
-    for _ in 0..2 * app.config.display.columns.len() {
+    for _ in 0..2 * app.config().display.columns.len() {
         ch(&mut app, '<');
-        assert!(shown.contains(&app.view.sort.column), "{:?}", app.view.sort);
+        assert!(
+            shown.contains(&app.table().sort.column),
+            "{:?}",
+            app.table().sort
+        );
     }
 }
 
@@ -118,7 +128,7 @@ fn sort_keys_skip_columns_hidden_at_this_width() {
 fn filter_typing_narrows_and_escape_clears() {
     let mut app = demo(10);
     ch(&mut app, '/');
-    assert!(app.view.filter_editing);
+    assert!(app.table().filter_editing);
     for c in "vllm".chars() {
         ch(&mut app, c);
     }
@@ -128,56 +138,56 @@ fn filter_typing_narrows_and_escape_clears() {
     assert_eq!(ch(&mut app, 'q'), None);
     key(&mut app, KeyCode::Backspace);
     key(&mut app, KeyCode::Enter);
-    assert!(!app.view.filter_editing);
-    assert_eq!(app.view.filter, "vllm");
+    assert!(!app.table().filter_editing);
+    assert_eq!(app.table().filter, "vllm");
     key(&mut app, KeyCode::Esc);
-    assert_eq!(app.view.filter, "");
+    assert_eq!(app.table().filter, "");
     assert!(app.rows().len() > 1);
 }
 
 #[test]
 fn enter_opens_the_process_view_and_escape_returns() {
     let mut app = demo(10);
-    let id = app.view.selected.unwrap();
+    let id = app.table().selected.unwrap();
     assert_eq!(key(&mut app, KeyCode::Enter), Some(Action::Inspect(id)));
-    assert_eq!(app.view.screen(), Screen::Process(id));
+    assert_eq!(app.screen(), Screen::Process(id));
     key(&mut app, KeyCode::Esc);
-    assert_eq!(app.view.screen(), Screen::Overview);
+    assert_eq!(app.screen(), Screen::Overview);
     // Tab to the GPUs, Enter opens the GPU view; arrows switch GPU there.
     key(&mut app, KeyCode::Tab);
     key(&mut app, KeyCode::Down);
     key(&mut app, KeyCode::Enter);
-    assert_eq!(app.view.screen(), Screen::Gpu(1));
+    assert_eq!(app.screen(), Screen::Gpu(1));
     key(&mut app, KeyCode::Down);
-    assert_eq!(app.view.screen(), Screen::Gpu(2));
+    assert_eq!(app.screen(), Screen::Gpu(2));
     key(&mut app, KeyCode::Esc);
-    assert_eq!(app.view.screen(), Screen::Overview);
+    assert_eq!(app.screen(), Screen::Overview);
 }
 
 #[test]
 fn help_opens_and_closes() {
     let mut app = demo(3);
     ch(&mut app, '?');
-    assert_eq!(app.view.screen(), Screen::Help);
+    assert_eq!(app.screen(), Screen::Help);
     // Other keys do nothing while help is up.
     ch(&mut app, 'j');
-    assert_eq!(app.view.screen(), Screen::Help);
+    assert_eq!(app.screen(), Screen::Help);
     ch(&mut app, '?');
-    assert_eq!(app.view.screen(), Screen::Overview);
+    assert_eq!(app.screen(), Screen::Overview);
 }
 
 #[test]
 fn pause_freezes_the_screen_while_samples_keep_coming() {
-    let (_, snaps) = fixture::snapshots("demo", 1, 40, "me");
+    let (_, snaps) = fixture::analysed("demo", 1, 40, "me", &Config::default());
     let mut app = demo(30);
     let frozen = app.shown_ms();
     ch(&mut app, ' ');
     assert!(app.paused());
     for s in &snaps[30..35] {
-        app.update(Event::Snapshot(std::sync::Arc::new(s.clone())));
+        app.update(Event::Snapshot(s.clone()));
     }
     assert_eq!(app.shown_ms(), frozen, "screen stays on its moment");
-    assert_eq!(app.history.len(), 35, "sampling went on");
+    assert_eq!(app.history().len(), 35, "sampling went on");
     key(&mut app, KeyCode::Left);
     assert_eq!(app.shown_ms(), frozen - 1000);
     key(&mut app, KeyCode::Right);
@@ -185,7 +195,7 @@ fn pause_freezes_the_screen_while_samples_keep_coming() {
     assert_eq!(app.shown_ms(), frozen + 1000);
     ch(&mut app, ' ');
     assert!(!app.paused());
-    assert_eq!(app.shown_ms(), snaps[34].t_ms);
+    assert_eq!(app.shown_ms(), snaps[34].snapshot.t_ms);
     // Left while live pauses one step back; Esc returns to now.
     key(&mut app, KeyCode::Left);
     assert!(app.paused());
@@ -203,17 +213,17 @@ fn terminate_asks_first_and_names_the_process() {
         user,
         command,
         ..
-    }) = app.view.dialog.clone()
+    }) = app.dialog().cloned()
     else {
         panic!("no dialog");
     };
     assert_eq!(signal, Signal::Term);
-    assert_eq!(Some(id), app.view.selected);
+    assert_eq!(Some(id), app.table().selected);
     assert!(!user.is_empty() && !command.is_empty());
     // Keys go to the dialog: 'q' does not quit, 'n' cancels.
     assert_eq!(ch(&mut app, 'q'), None);
     ch(&mut app, 'n');
-    assert!(app.view.dialog.is_none());
+    assert!(app.dialog().is_none());
     ch(&mut app, 'K');
     assert_eq!(
         ch(&mut app, 'y'),
@@ -222,16 +232,21 @@ fn terminate_asks_first_and_names_the_process() {
             signal: Signal::Kill
         })
     );
-    assert!(app.view.dialog.is_none());
+    assert!(app.dialog().is_none());
 }
 
 #[test]
 fn read_only_and_replay_refuse_signals() {
-    let mut app = demo(10);
-    app.read_only = true;
+    let (system, snaps) = fixture::analysed("demo", 1, 10, "me", &Config::default());
+    let mut settings = fixture::settings(Config::default(), system);
+    settings.read_only = true;
+    let mut app = App::live(settings);
+    for s in snaps {
+        app.update(Event::Snapshot(s));
+    }
     ch(&mut app, 'K');
-    assert!(app.view.dialog.is_none());
-    assert!(app.message.as_ref().unwrap().text.contains("read-only"));
+    assert!(app.dialog().is_none());
+    assert!(app.message().unwrap().text.contains("read-only"));
 }
 
 #[test]
@@ -241,26 +256,32 @@ fn record_key_asks_the_runtime() {
     app.update(Event::Recording(RecordingStatus::Started {
         path: "/tmp/x.jsonl".into(),
     }));
-    assert!(app.recording.is_some());
+    assert!(app.recording().is_some());
     app.update(Event::Recording(RecordingStatus::Stopped));
-    assert!(app.recording.is_none());
+    assert!(app.recording().is_none());
 }
 
 #[test]
 fn replay_navigation() {
     let (system, snaps) = fixture::snapshots("demo", 1, 120, "me");
     let t0 = snaps[0].t_ms;
-    let timeline = replay::VecTimeline(snaps);
-    let mut app = App::replaying_from(Config::default(), system, Box::new(timeline), "me".into());
+    let timeline = VecTimeline(snaps);
+    let mut app = App::replaying_from(
+        fixture::settings(Config::default(), system),
+        Box::new(timeline),
+    );
     let pos = |app: &App| app.replay_position().unwrap().0;
     assert_eq!(pos(&app), 0, "replay opens at the start");
     assert_eq!(app.shown_ms(), t0);
-    assert!(app.events.len() > 3, "the recording's events are all there");
+    assert!(
+        app.events().len() > 3,
+        "the recording's events are all there"
+    );
     key(&mut app, KeyCode::End);
     assert_eq!(pos(&app), 119);
     assert_eq!(app.shown_ms(), t0 + 119_000);
     assert_eq!(
-        app.history.len(),
+        app.history().len(),
         120,
         "a short step forward loads the snapshots between"
     );
@@ -276,18 +297,21 @@ fn replay_navigation() {
         ch(&mut app, '+');
     }
     assert_eq!(
-        app.mode,
+        app.mode(),
         Mode::Replay(Playback {
             playing: true,
             speed: 64
         })
     );
     ch(&mut app, '-');
-    assert!(matches!(app.mode, Mode::Replay(Playback { speed: 32, .. })));
+    assert!(matches!(
+        app.mode(),
+        Mode::Replay(Playback { speed: 32, .. })
+    ));
     // Stepping pauses.
     key(&mut app, KeyCode::Right);
     assert!(matches!(
-        app.mode,
+        app.mode(),
         Mode::Replay(Playback { playing: false, .. })
     ));
     assert_eq!(pos(&app), 3);
@@ -298,18 +322,18 @@ fn replay_navigation() {
     ch(&mut app, ']');
     let t1 = app.shown_ms();
     assert!(
-        app.events.iter().any(|e| e.t_ms == t1),
+        app.events().iter().any(|e| e.t_ms == t1),
         "cursor on an event"
     );
     ch(&mut app, ']');
     let t2 = app.shown_ms();
-    assert!(t2 > t1 && app.events.iter().any(|e| e.t_ms == t2));
+    assert!(t2 > t1 && app.events().iter().any(|e| e.t_ms == t2));
     ch(&mut app, '[');
     assert_eq!(app.shown_ms(), t1);
     // No recording or signals in a replay.
     assert_eq!(ch(&mut app, 'r'), None);
     ch(&mut app, 'K');
-    assert!(app.view.dialog.is_none());
+    assert!(app.dialog().is_none());
 }
 
 #[test]
@@ -334,7 +358,7 @@ fn mouse_clicks_select_when_enabled() {
     let mut app = demo(10);
     ch(&mut app, 'g');
     let rows: Vec<u32> = app.rows().iter().map(|r| r.id().key.pid).collect();
-    let body = crate::ui::layout::table_body(app.view.size, app.system.gpus.len(), false, false);
+    let body = crate::app::layout::table_body(app.size(), app.system().gpus.len(), false, false);
     let click = Event::Mouse(MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
         column: 10,
@@ -343,7 +367,10 @@ fn mouse_clicks_select_when_enabled() {
     });
     app.update(click.clone());
     assert_eq!(selected_pid(&app), rows[0], "mouse off by default");
-    app.config.display.mouse = true;
+    let mut config = Config::default();
+    config.display.mouse = true;
+    let mut app = fixture::app_with(config, "demo", 1, 10, (120, 40));
+    ch(&mut app, 'g');
     app.update(click);
     assert_eq!(selected_pid(&app), rows[2]);
 }
@@ -355,17 +382,15 @@ fn resizing_keeps_the_selection_visible() {
     app.update(Event::Resize(80, 14));
     let h = app.table_height();
     let sel = app.selected_index(&app.rows()).unwrap();
-    assert!(sel >= app.view.offset && sel < app.view.offset + h);
+    assert!(sel >= app.table().offset && sel < app.table().offset + h);
 }
 
 #[test]
 fn replay_plays_to_the_end_and_stops_then_space_restarts() {
     let (system, snaps) = fixture::snapshots("idle", 1, 10, "me");
     let mut app = App::replaying_from(
-        Config::default(),
-        system,
-        Box::new(replay::VecTimeline(snaps)),
-        "me".into(),
+        fixture::settings(Config::default(), system),
+        Box::new(VecTimeline(snaps)),
     );
     ch(&mut app, ' ');
     for _ in 0..20 {
@@ -373,7 +398,7 @@ fn replay_plays_to_the_end_and_stops_then_space_restarts() {
     }
     assert_eq!(app.replay_position(), Some((9, 10)));
     assert_eq!(
-        app.mode,
+        app.mode(),
         Mode::Replay(Playback {
             playing: false,
             speed: 1
@@ -382,7 +407,7 @@ fn replay_plays_to_the_end_and_stops_then_space_restarts() {
     ch(&mut app, ' ');
     assert_eq!(app.replay_position(), Some((0, 10)));
     assert!(matches!(
-        app.mode,
+        app.mode(),
         Mode::Replay(Playback { playing: true, .. })
     ));
 }
@@ -391,19 +416,17 @@ fn replay_plays_to_the_end_and_stops_then_space_restarts() {
 fn a_long_jump_loads_a_window_not_the_file() {
     let (system, snaps) = fixture::snapshots("idle", 1, 2000, "me");
     let mut app = App::replaying_from(
-        Config::default(),
-        system,
-        Box::new(replay::VecTimeline(snaps)),
-        "me".into(),
+        fixture::settings(Config::default(), system),
+        Box::new(VecTimeline(snaps)),
     );
     key(&mut app, KeyCode::End);
     assert_eq!(app.replay_position(), Some((1999, 2000)));
-    assert_eq!(app.history.len(), replay::PRELOAD + 1);
+    assert_eq!(app.history().len(), PRELOAD + 1);
     // Stepping back within the window moves only the cursor.
     key(&mut app, KeyCode::Left);
-    assert_eq!(app.history.len(), replay::PRELOAD + 1);
+    assert_eq!(app.history().len(), PRELOAD + 1);
     assert_eq!(app.replay_position(), Some((1998, 2000)));
     // Back to the start: a fresh window again.
     key(&mut app, KeyCode::Home);
-    assert_eq!(app.history.len(), 1);
+    assert_eq!(app.history().len(), 1);
 }

@@ -1,6 +1,5 @@
-//! View state: which screen, what is selected, how the table is sorted and
-//! filtered, where the time cursor is. Owned by `App`, changed only in
-//! `App::update`.
+//! What the user looks at: screens, panes, the table's selection, sort and
+//! filter, dialogs. Owned by `App`, changed only in `App::update`.
 
 use crate::config::Column;
 use crate::history::ProcId;
@@ -64,22 +63,64 @@ impl Default for Sort {
     }
 }
 
-/// Replay playback.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Playback {
-    pub playing: bool,
-    /// 1, 2, 4 ... 64 × real time.
-    pub speed: u32,
-}
-
-pub const MAX_SPEED: u32 = 64;
-
+/// Where the user is: the screen stack, which overview pane has the
+/// arrows, the terminal size and whether the events pane is open.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ViewState {
+pub struct Nav {
     /// Screens, the current one last; never empty.
-    pub stack: Vec<Screen>,
+    stack: Vec<Screen>,
     pub focus: Pane,
     pub selected_gpu: usize,
+    pub show_events: bool,
+    /// Terminal size, from the last resize.
+    pub size: (u16, u16),
+}
+
+impl Default for Nav {
+    fn default() -> Self {
+        Nav {
+            stack: vec![Screen::Overview],
+            focus: Pane::Procs,
+            selected_gpu: 0,
+            show_events: false,
+            size: (120, 40),
+        }
+    }
+}
+
+impl Nav {
+    pub fn screen(&self) -> Screen {
+        self.stack.last().copied().unwrap_or(Screen::Overview)
+    }
+
+    pub(crate) fn push(&mut self, s: Screen) {
+        if self.screen() != s {
+            self.stack.push(s);
+        }
+    }
+
+    /// Replaces the current screen (moving between GPUs in the GPU view).
+    pub(crate) fn replace(&mut self, s: Screen) {
+        if self.stack.len() > 1 {
+            self.stack.pop();
+        }
+        self.push(s);
+    }
+
+    /// Back one screen; false when already at the overview.
+    pub(crate) fn pop(&mut self) -> bool {
+        if self.stack.len() > 1 {
+            self.stack.pop();
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The process table: what is selected and shown, in which order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TableState {
     /// The selected process, by identity (rows move when sorted).
     pub selected: Option<ProcId>,
     /// First table row shown.
@@ -88,54 +129,4 @@ pub struct ViewState {
     pub filter: String,
     /// The filter line has the keyboard.
     pub filter_editing: bool,
-    /// `Some(slot)`: paused (live) or the replay position; `None` = now.
-    pub cursor: Option<u64>,
-    pub dialog: Option<Dialog>,
-    pub show_events: bool,
-    /// First line of the help screen shown.
-    pub help_scroll: u16,
-    /// Terminal size, from the last resize.
-    pub size: (u16, u16),
-}
-
-impl Default for ViewState {
-    fn default() -> Self {
-        ViewState {
-            stack: vec![Screen::Overview],
-            focus: Pane::Procs,
-            selected_gpu: 0,
-            selected: None,
-            offset: 0,
-            sort: Sort::default(),
-            filter: String::new(),
-            filter_editing: false,
-            cursor: None,
-            dialog: None,
-            show_events: false,
-            help_scroll: 0,
-            size: (120, 40),
-        }
-    }
-}
-
-impl ViewState {
-    pub fn screen(&self) -> Screen {
-        self.stack.last().copied().unwrap_or(Screen::Overview)
-    }
-
-    pub fn push(&mut self, s: Screen) {
-        if self.screen() != s {
-            self.stack.push(s);
-        }
-    }
-
-    /// Back one screen; false when already at the overview.
-    pub fn pop(&mut self) -> bool {
-        if self.stack.len() > 1 {
-            self.stack.pop();
-            true
-        } else {
-            false
-        }
-    }
 }

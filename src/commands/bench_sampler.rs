@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use nix::sys::resource::{UsageWho, getrusage};
 
-use crate::sampler::{Sampler, Schedule, now_ms};
+use crate::model::now_ms;
+use crate::sampler::{Sampler, Schedule};
 use crate::source::Source;
 
 /// This process's resident memory (VmRSS), KiB.
@@ -87,12 +88,8 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
     let n = source.system().gpus.len();
     let mut main: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
     let mut slow: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
-    let pcie_every = match (schedule.pcie, schedule.slow) {
-        (Some(p), Some(s)) => Some((p.as_millis() / s.as_millis().max(1)).max(1) as u64),
-        _ => None,
-    };
-    let util_every =
-        (schedule.proc_util.as_millis() / schedule.interval.as_millis().max(1)).max(1) as u64;
+    let pcie_every = schedule.pcie_every();
+    let util_every = schedule.proc_util_every();
     let start = Instant::now();
     let cpu0 = cpu_seconds();
     let mut normal_clock = LaneClock::new(start, Some(schedule.interval));
@@ -130,14 +127,13 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
 /// Phase 2: the real sampler, headless.
 async fn sampler(source: Box<dyn Source>, schedule: Schedule, run: Duration) -> (f64, u64, f64) {
     let cpu0 = cpu_seconds();
-    let s = Sampler::spawn(source, schedule);
-    let mut rx = s.subscribe();
+    let (s, mut rx) = Sampler::spawn(source, schedule);
     let end = tokio::time::Instant::now() + run;
     let (mut snaps, mut reads) = (0u64, 0u64);
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(end) => break,
-            r = rx.recv() => if let Ok(snap) = r {
+            r = rx.recv() => if let Some(snap) = r {
                 snaps += 1;
                 reads += snap.gpus.iter().map(|g| g.mem_reads as u64).sum::<u64>();
             }

@@ -1,6 +1,10 @@
-//! The dashboard's event loop: terminal events, new snapshots, signals and
-//! replay ticks go into `App::update`; the actions it returns are carried
-//! out here. A frame is drawn only when something changed.
+//! The dashboard's event loop: terminal events, analysed snapshots from the
+//! pipeline, signals and replay ticks go into `App::update`; the actions it
+//! returns are carried out here. A frame is drawn only when something
+//! changed. The loop runs on the main thread with a runtime of its own: the
+//! pipeline (sampling, analysis) runs on its own thread, so a slow frame
+//! never delays a sampling round, and the recorder (`r`) takes its
+//! snapshots from the pipeline, not from this loop.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,21 +13,29 @@ use anyhow::{Context, Result};
 use crossterm::event::{Event as TermEvent, EventStream};
 use futures::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::mpsc;
 
-use crate::app::{Action, App, Event, Mode, Outcome, RecordingStatus, Signal};
+use crate::analysis::AnalysisConfig;
+use crate::app::{Action, App, Event, Mode, Outcome, RecordingStatus, Settings, Signal};
 use crate::cli::{ColorArg, SourceArgs, UiArgs};
 use crate::config::{ColorDepth, Config};
 use crate::history::ProcId;
-use crate::model::Snapshot;
+use crate::model::now_ms;
+use crate::pipeline::{Analyzed, Hub, Pipeline};
+use crate::record::recorder::{Recorder, Report, file_name};
 use crate::sanitize;
+use crate::theme::{Theme, depth_from_env};
 use crate::tui::Tui;
-use crate::ui::theme::{Theme, depth_from_env};
+
+/// Analysed snapshots taken in one go before a frame is drawn: a loop that
+/// fell behind catches up without drawing each one.
+const CATCH_UP: usize = 64;
 
 /// Where new snapshots come from while the loop runs.
 pub enum Feed {
-    /// A live sampler's stream.
-    Live(tokio::sync::broadcast::Receiver<Arc<Snapshot>>),
+    /// The pipeline's stream.
+    Live(tokio::sync::broadcast::Receiver<Arc<Analyzed>>),
     /// Nothing new arrives: a replay (History is already full).
     None,
 }
@@ -33,13 +45,12 @@ pub struct RecordingSetup {
     pub dir: std::path::PathBuf,
     pub compress: bool,
     pub options: crate::record::WriterOptions,
-    pub analysis: crate::analysis::AnalysisConfig,
 }
 
 impl RecordingSetup {
     /// From the config: `[record] dir`, else the platform data dir's
     /// `vramwatch/recordings`.
-    pub fn from_config(config: &crate::config::Config) -> Option<RecordingSetup> {
+    pub fn from_config(config: &Config) -> Option<RecordingSetup> {
         let dir = config.record.dir.clone().or_else(|| {
             directories::ProjectDirs::from("", "", "vramwatch")
                 .map(|d| d.data_dir().join("recordings"))
@@ -48,7 +59,6 @@ impl RecordingSetup {
             dir,
             compress: config.record.compress,
             options: crate::record::WriterOptions::from_config(&config.record),
-            analysis: crate::analysis::AnalysisConfig::from_config(config),
         })
     }
 }
@@ -58,37 +68,43 @@ impl RecordingSetup {
 pub struct Hooks {
     /// `None`: `r` says recording is not available.
     pub recording: Option<RecordingSetup>,
+    /// The pipeline, for the recorder to subscribe to.
+    pub hub: Option<Hub>,
+    /// Lines to show from elsewhere (the alert command's failures).
+    pub notes: Option<mpsc::UnboundedReceiver<String>>,
 }
 
-/// Starts or stops recording; returns the new state as events.
-fn toggle_recording(
-    app: &App,
-    setup: Option<&RecordingSetup>,
-    active: &mut Option<crate::record::background::Background>,
-) -> Event {
-    use crate::record::background::{Background, file_name};
+/// A recording started with `r`: the recorder and its reports.
+struct Active {
+    recorder: Recorder,
+    reports: mpsc::UnboundedReceiver<Report>,
+}
+
+/// Starts or stops recording; returns the new state as an event.
+fn toggle_recording(app: &App, hooks: &Hooks, active: &mut Option<Active>) -> Event {
     if let Some(rec) = active.take() {
-        rec.stop();
+        let summary = rec.recorder.stop();
+        if let Some(why) = summary.failed {
+            return Event::Outcome(Outcome {
+                ok: false,
+                text: format!("recording could not be finished: {why}"),
+            });
+        }
         return Event::Recording(RecordingStatus::Stopped);
     }
-    let Some(setup) = setup else {
+    let (Some(setup), Some(hub)) = (hooks.recording.as_ref(), hooks.hub.as_ref()) else {
         return Event::Outcome(Outcome {
             ok: false,
             text: "recording is not available here".into(),
         });
     };
-    let now = crate::sampler::now_ms();
-    let path = file_name(&setup.dir, &app.system.host, now, setup.compress);
-    match Background::start(
-        path.clone(),
-        &app.system,
-        app.history.interval_ms(),
-        now,
-        setup.options.clone(),
-        setup.analysis.clone(),
-    ) {
-        Ok(rec) => {
-            *active = Some(rec);
+    let path = file_name(&setup.dir, &app.system().host, now_ms(), setup.compress);
+    let (tx, reports) = mpsc::unbounded_channel();
+    match Recorder::create(path.clone(), hub, setup.options.clone(), move |r| {
+        let _ = tx.send(r);
+    }) {
+        Ok(recorder) => {
+            *active = Some(Active { recorder, reports });
             Event::Recording(RecordingStatus::Started {
                 path: path.display().to_string(),
             })
@@ -97,6 +113,28 @@ fn toggle_recording(
             ok: false,
             text: format!("cannot record: {e}"),
         }),
+    }
+}
+
+/// What the recorder reported, as an App event (`None`: nothing to show).
+fn recording_event(r: Report) -> Option<Event> {
+    match r {
+        Report::Wrote { stats, .. } => Some(Event::Recording(RecordingStatus::Progress {
+            bytes: stats.total_bytes,
+        })),
+        Report::Warning(w) => Some(Event::Recording(RecordingStatus::Warning {
+            text: w.to_string(),
+        })),
+        Report::Missed { count, .. } => Some(Event::Recording(RecordingStatus::Warning {
+            text: format!("{count} snapshot(s) were not recorded (the disk fell behind)"),
+        })),
+        Report::Rotated(previous) => Some(Event::Outcome(Outcome {
+            ok: true,
+            text: format!(
+                "recording reached its size limit: moved to {}",
+                previous.display()
+            ),
+        })),
     }
 }
 
@@ -114,8 +152,8 @@ pub fn load_config(source: &SourceArgs, ui: &UiArgs) -> Result<Config> {
     Ok(config)
 }
 
-/// `vramwatch [--demo]`: the dashboard over a live sampler (and the
-/// Prometheus exporter on the same sampler with `--serve`).
+/// `vramwatch [--demo]`: the dashboard over a live pipeline (and the
+/// Prometheus exporter on the same pipeline with `--serve`).
 pub fn run_live(source: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
     let config = load_config(source, ui)?;
     // Open the source and bind the metrics port before touching the
@@ -125,152 +163,159 @@ pub fn run_live(source: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
         Some(addr) => Some(crate::export::bind(addr).context("--serve")?),
         None => None,
     };
+    let pipeline = Pipeline::start(src, config.schedule(), AnalysisConfig::from_config(&config))
+        .context("starting the sampler")?;
+    let (note_tx, notes) = mpsc::unbounded_channel::<String>();
+    let hook = super::start_hook(pipeline.hub(), &config, move |e| {
+        let _ = note_tx.send(e);
+    });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    rt.block_on(async move {
-        let sampler = crate::sampler::Sampler::spawn(src, config.schedule());
+    let hub = pipeline.hub().clone();
+    let result = rt.block_on(async move {
         let server = match listener {
-            Some(l) => Some(crate::export::Server::start(
-                l,
-                &sampler,
-                crate::export::analysis::serve_options(&sampler, &config),
-            )?),
+            Some(l) => Some(crate::export::Server::start(l, &hub, Default::default())?),
             None => None,
         };
-        let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
+        let settings = Settings {
+            theme: Theme::new(config.display.theme, depth_from_env(config.display.color)),
+            read_only: ui.read_only,
+            simulated: source.demo.is_some(),
+            ..Settings::new(config.clone(), hub.system.clone(), me)
+        };
         let hooks = Hooks {
             recording: RecordingSetup::from_config(&config),
+            hub: Some(hub.clone()),
+            notes: Some(notes),
         };
-        let mut app = App::new(config, sampler.system.clone(), Mode::Live, me);
-        app.theme = theme;
-        app.read_only = ui.read_only;
-        app.simulated = source.demo.is_some();
-        let r = run(app, Feed::Live(sampler.subscribe()), hooks).await;
+        let r = run(App::live(settings), Feed::Live(hub.subscribe()), hooks).await;
         if let Some(s) = server {
             s.stop().await;
         }
         r
-    })
+    });
+    pipeline.stop();
+    if let Some(h) = hook {
+        let _ = h.join();
+    }
+    result
+}
+
+fn bell() {
+    use std::io::Write;
+    let mut out = std::io::stdout();
+    let _ = out.write_all(b"\x07");
+    let _ = out.flush();
 }
 
 /// Runs the dashboard until the user quits or a signal arrives.
-pub async fn run(mut app: App, mut feed: Feed, hooks: Hooks) -> Result<()> {
-    let mut recording: Option<crate::record::background::Background> = None;
-    let mut tui = Tui::enter(app.config.display.mouse).context("opening the dashboard")?;
+pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
+    let mut recording: Option<Active> = None;
+    let mut tui = Tui::enter(app.config().display.mouse).context("opening the dashboard")?;
     let size = tui.terminal.size().context("reading the terminal size")?;
     app.update(Event::Resize(size.width, size.height));
     let mut events = EventStream::new();
     let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     let mut hup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    let mut notes = hooks.notes.take();
     let mut dirty = true;
-    loop {
+    'run: loop {
         if dirty {
             tui.terminal
                 .draw(|f| crate::ui::draw(f, &app))
                 .context("drawing the dashboard")?;
             dirty = false;
         }
-        let play = match app.mode {
+        let play = match app.mode() {
             Mode::Replay(p) if p.playing => {
-                let ms = (app.history.interval_ms() / p.speed.max(1) as u64).max(15);
+                let ms = (app.history().interval_ms() / p.speed.max(1) as u64).max(15);
                 Some(Duration::from_millis(ms))
             }
             _ => None,
         };
-        let event = tokio::select! {
+        let mut queue = tokio::select! {
             ev = events.next() => match ev {
-                Some(Ok(TermEvent::Key(k))) => Event::Key(k),
-                Some(Ok(TermEvent::Mouse(m))) => Event::Mouse(m),
-                Some(Ok(TermEvent::Resize(w, h))) => Event::Resize(w, h),
+                Some(Ok(TermEvent::Key(k))) => vec![Event::Key(k)],
+                Some(Ok(TermEvent::Mouse(m))) => vec![Event::Mouse(m)],
+                Some(Ok(TermEvent::Resize(w, h))) => vec![Event::Resize(w, h)],
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => return Err(e).context("reading the terminal"),
                 None => break,
             },
             s = next_snapshot(&mut feed) => match s {
-                Some(s) => {
-                    if let Some(rec) = &recording {
-                        rec.feed(&s);
-                        let (bytes, warning) = rec.poll();
-                        app.update(Event::Recording(RecordingStatus::Progress { bytes }));
-                        if let Some(text) = warning {
-                            app.update(Event::Recording(RecordingStatus::Warning { text }));
-                        }
-                    }
-                    Event::Snapshot(s)
-                }
+                Some(s) => catch_up(&mut feed, s),
                 None => {
                     feed = Feed::None;
                     continue;
                 }
             },
-            _ = tokio::time::sleep(play.unwrap_or(Duration::from_secs(3600))), if play.is_some() => Event::PlayTick,
+            Some(r) = next_report(&mut recording) => recording_event(r).into_iter().collect(),
+            Some(text) = next_note(&mut notes) => vec![Event::Outcome(Outcome { ok: false, text })],
+            _ = tokio::time::sleep(play.unwrap_or(Duration::from_secs(3600))), if play.is_some() => vec![Event::PlayTick],
             _ = term.recv() => break,
             _ = hup.recv() => break,
             _ = int.recv() => break,
         };
         dirty = true;
-        let mut queue = vec![event];
+        queue.reverse();
         while let Some(ev) = queue.pop() {
             let Some(action) = app.update(ev) else {
                 continue;
             };
             match action {
-                Action::Quit => {
-                    if let Some(rec) = recording.take() {
-                        rec.finish();
-                    }
-                    return Ok(());
-                }
-                Action::Bell => {
-                    use std::io::Write;
-                    let mut out = std::io::stdout();
-                    let _ = out.write_all(b"\x07");
-                    let _ = out.flush();
-                }
-                Action::Suspend => {
-                    tui.suspend().context("suspending")?;
-                }
-                Action::Alerts(alerts) => {
-                    let a = &app.config.alerts;
-                    if a.bell {
-                        use std::io::Write;
-                        let mut out = std::io::stdout();
-                        let _ = out.write_all(b"\x07");
-                        let _ = out.flush();
-                    }
-                    if !a.command.is_empty() {
-                        for alert in &alerts {
-                            if let Err(e) = crate::analysis::run_hook(&a.command, alert) {
-                                queue.push(Event::Outcome(Outcome {
-                                    ok: false,
-                                    text: format!("alert command failed: {e}"),
-                                }));
-                            }
-                        }
-                    }
-                }
+                Action::Quit => break 'run,
+                Action::Bell => bell(),
+                Action::Suspend => tui.suspend().context("suspending")?,
                 Action::Inspect(id) => queue.push(inspect(&app, id)),
                 Action::Signal { id, signal } => {
                     queue.push(Event::Outcome(send_signal(&app, id, signal)))
                 }
-                Action::ToggleRecording => queue.push(toggle_recording(
-                    &app,
-                    hooks.recording.as_ref(),
-                    &mut recording,
-                )),
+                Action::ToggleRecording => {
+                    queue.push(toggle_recording(&app, &hooks, &mut recording))
+                }
             }
         }
     }
     if let Some(rec) = recording.take() {
-        rec.finish();
+        rec.recorder.stop();
     }
     Ok(())
 }
 
-async fn next_snapshot(feed: &mut Feed) -> Option<Arc<Snapshot>> {
+/// `first` and whatever else the pipeline has already sent, oldest first:
+/// one frame for all of them.
+fn catch_up(feed: &mut Feed, first: Arc<Analyzed>) -> Vec<Event> {
+    let mut out = vec![Event::Snapshot(first)];
+    if let Feed::Live(rx) = feed {
+        while out.len() < CATCH_UP {
+            match rx.try_recv() {
+                Ok(s) => out.push(Event::Snapshot(s)),
+                Err(TryRecvError::Lagged(_)) => continue,
+                Err(_) => break,
+            }
+        }
+    }
+    out
+}
+
+async fn next_report(active: &mut Option<Active>) -> Option<Report> {
+    match active {
+        Some(a) => a.reports.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_note(notes: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
+    match notes {
+        Some(n) => n.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_snapshot(feed: &mut Feed) -> Option<Arc<Analyzed>> {
     match feed {
         Feed::Live(rx) => loop {
             match rx.recv().await {
@@ -286,7 +331,7 @@ async fn next_snapshot(feed: &mut Feed) -> Option<Arc<Snapshot>> {
 
 /// Reads what the drill-down shows that is not sampled (cwd).
 fn inspect(app: &App, id: ProcId) -> Event {
-    let cwd = if app.simulated || matches!(app.mode, Mode::Replay(_)) {
+    let cwd = if app.settings().simulated || app.replaying() {
         None
     } else {
         std::fs::read_link(format!("/proc/{}/cwd", id.key.pid))
@@ -299,7 +344,7 @@ fn inspect(app: &App, id: ProcId) -> Event {
 /// Sends a signal after checking the PID still is the same process.
 fn send_signal(app: &App, id: ProcId, sig: Signal) -> Outcome {
     let pid = id.key.pid;
-    if app.simulated {
+    if app.settings().simulated {
         return Outcome {
             ok: false,
             text: format!(
@@ -308,7 +353,7 @@ fn send_signal(app: &App, id: ProcId, sig: Signal) -> Outcome {
             ),
         };
     }
-    if let Some(now) = crate::host::start_time_of(pid)
+    if let Some(now) = crate::source::host::start_time_of(pid)
         && id.key.start_time != 0
         && now != id.key.start_time
     {

@@ -1,35 +1,30 @@
 //! `vramwatch record`: samples without a UI and appends every snapshot to a
 //! recording (docs/recording-format.md) until Ctrl-C, SIGTERM or
-//! `--duration`. Every snapshot the sampler published is written before it
-//! exits. The sampler runs on a tokio runtime; the file is written on a
-//! thread of its own so a slow disk (an fsync) never delays sampling.
+//! `--duration`. Every snapshot the pipeline made is written before it
+//! exits: the recorder is a consumer of the pipeline with a queue of its
+//! own, writing on a thread of its own so a slow disk (an fsync) never
+//! delays sampling.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
+use crate::analysis::AnalysisConfig;
 use crate::cli::{RecordArgs, SourceArgs};
-use crate::model::Snapshot;
+use crate::model::now_ms;
 use crate::model::units::{bytes_short, duration_short};
-use crate::record::{Header, RecordWarning, WriteOutcome, Writer, WriterOptions, WriterStats};
-use crate::sampler::{Sampler, now_ms};
-use crate::{config, host, source};
+use crate::pipeline::Pipeline;
+use crate::record::recorder::{Recorder, Report};
+use crate::record::{Header, Writer, WriterOptions, WriterStats};
+use crate::source::host;
+use crate::{config, source};
 
 /// How often a status line is printed when stderr is not a terminal.
 const LOG_EVERY: Duration = Duration::from_secs(60);
-
-/// What the writer thread tells the main loop.
-enum Report {
-    Wrote(WriterStats),
-    Rotated(PathBuf),
-    Warning(RecordWarning),
-}
 
 pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
     let cfg = config::load(src_args.config.as_deref())?.with_interval(src_args.interval);
@@ -39,7 +34,6 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
         Some(addr) => Some(crate::export::bind(addr).context("--serve")?),
         None => None,
     };
-    let analysis = crate::analysis::AnalysisConfig::from_config(&cfg);
     let me = host::current_user();
     let src = source::open(src_args.demo.as_deref(), src_args.seed, &me, 0)?;
     let system = src.system();
@@ -69,47 +63,48 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
         }
     );
 
-    let (to_writer, from_main) = std_mpsc::channel::<Arc<Snapshot>>();
+    let pipeline = Pipeline::start(src, schedule, AnalysisConfig::from_config(&cfg))
+        .context("starting the sampler")?;
+    let hook = super::start_hook(pipeline.hub(), &cfg, |e| eprintln!("vramwatch: {e}"));
     let (report_tx, reports) = mpsc::unbounded_channel::<Report>();
-    let thread = std::thread::Builder::new()
-        .name("vw-record".into())
-        .spawn(move || write_all(writer, from_main, report_tx, &analysis))
-        .context("starting the writer thread")?;
+    let recorder = Recorder::start(writer, pipeline.hub(), move |r| {
+        let _ = report_tx.send(r);
+    })?;
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     let started = Instant::now();
-    let outcome = rt.block_on(async {
-        let sampler = Sampler::spawn(src, schedule);
-        let rx = sampler.subscribe();
-        let mut status = Status::new(shown.clone(), tty, started);
+    let mut status = Status::new(shown.clone(), tty, started);
+    let waited = rt.block_on(async {
         let server = match listener {
-            Some(l) => match crate::export::Server::start(
-                l,
-                &sampler,
-                crate::export::analysis::serve_options(&sampler, &cfg),
-            ) {
-                Ok(s) => Some(s),
-                Err(e) => return (Err(anyhow::Error::new(e).context("--serve")), status),
-            },
+            Some(l) => Some(
+                crate::export::Server::start(l, pipeline.hub(), Default::default())
+                    .context("--serve")?,
+            ),
             None => None,
         };
-        let r = record_loop(sampler, rx, &to_writer, reports, &mut status, args.duration).await;
+        let r = wait(reports, &mut status, args.duration).await;
         if let Some(s) = server {
             s.stop().await;
         }
-        (r, status)
+        r
     });
-    let (loop_result, mut status) = outcome;
-    drop(to_writer);
-    let finished = thread
-        .join()
-        .map_err(|_| anyhow::anyhow!("the writer thread panicked"))?;
+    // Stop sampling: everything sampled is analysed and reaches the
+    // recorder, whose queue then ends.
+    pipeline.stop();
+    let summary = recorder.finish();
+    if let Some(h) = hook {
+        let _ = h.join();
+    }
+    let mut reports = waited?;
+    while let Ok(rep) = reports.try_recv() {
+        status.report(rep);
+    }
     status.clear_line();
-    let stats = finished.with_context(|| format!("finishing {}", shown.display()))?;
-    let missed = loop_result?;
+    let stats = &summary.stats;
+    // The summary is printed even when the file could not be finished.
     eprintln!(
         "vramwatch: wrote {} snapshots ({}) to {} in {}{}{}{}",
         stats.snapshots,
@@ -129,66 +124,42 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
         } else {
             String::new()
         },
-        if missed > 0 {
-            format!("; {missed} snapshots missed (the writer fell behind)")
+        if summary.missed > 0 {
+            format!(
+                "; {} snapshots missed (the writer fell behind)",
+                summary.missed
+            )
         } else {
             String::new()
         },
     );
+    if let Some(why) = summary.failed {
+        anyhow::bail!("finishing {}: {why}", shown.display());
+    }
     Ok(())
 }
 
-/// Forwards snapshots to the writer until a signal or the deadline, then
-/// stops the sampler and forwards what it had published. Returns how many
-/// snapshots were missed because the broadcast channel overflowed.
-async fn record_loop(
-    sampler: Sampler,
-    mut rx: broadcast::Receiver<Arc<Snapshot>>,
-    to_writer: &std_mpsc::Sender<Arc<Snapshot>>,
+/// Shows the recorder's progress until a signal or the deadline. Returns
+/// the report channel, for what comes after the stop.
+async fn wait(
     mut reports: mpsc::UnboundedReceiver<Report>,
     status: &mut Status,
     duration: Option<Duration>,
-) -> Result<u64> {
+) -> Result<mpsc::UnboundedReceiver<Report>> {
     let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
     let deadline = duration.map(|d| tokio::time::Instant::now() + d);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut missed = 0u64;
     let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
     loop {
         tokio::select! {
             _ = &mut ctrl_c => break,
             _ = term.recv() => break,
             _ = sleep_until(deadline), if deadline.is_some() => break,
-            r = rx.recv() => match r {
-                Ok(s) => {
-                    if to_writer.send(s).is_err() {
-                        bail!("the writer thread stopped");
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(n)) => missed += n,
-                Err(broadcast::error::RecvError::Closed) => bail!("the sampler stopped"),
-            },
             Some(rep) = reports.recv() => status.report(rep),
             _ = tick.tick() => status.show(),
         }
     }
-    // Stop sampling; write everything already published.
-    drop(sampler);
-    loop {
-        match rx.recv().await {
-            Ok(s) => {
-                if to_writer.send(s).is_err() {
-                    break;
-                }
-            }
-            Err(broadcast::error::RecvError::Lagged(n)) => missed += n,
-            Err(broadcast::error::RecvError::Closed) => break,
-        }
-    }
-    while let Ok(rep) = reports.try_recv() {
-        status.report(rep);
-    }
-    Ok(missed)
+    Ok(reports)
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
@@ -196,36 +167,6 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
-}
-
-/// The writer thread: analyses each snapshot (its alerts are written as
-/// events of that snapshot) and writes it, until the channel closes; then
-/// finishes the file.
-fn write_all(
-    mut writer: Writer,
-    snaps: std_mpsc::Receiver<Arc<Snapshot>>,
-    reports: mpsc::UnboundedSender<Report>,
-    analysis: &crate::analysis::AnalysisConfig,
-) -> Result<WriterStats, crate::record::RecordError> {
-    let mut analyzer = crate::analysis::Analyzer::new(analysis);
-    for s in snaps {
-        let alerts = analyzer.observe(&s);
-        let s = if alerts.is_empty() {
-            s
-        } else {
-            let mut with = (*s).clone();
-            with.events.extend(alerts.iter().map(|a| a.to_event()));
-            Arc::new(with)
-        };
-        let outcome = writer.write(&s);
-        let _ = match outcome {
-            WriteOutcome::Written => Ok(()),
-            WriteOutcome::Rotated { previous } => reports.send(Report::Rotated(previous)),
-            WriteOutcome::Warning(w) => reports.send(Report::Warning(w)),
-        };
-        let _ = reports.send(Report::Wrote(writer.stats().clone()));
-    }
-    writer.finish()
 }
 
 /// The status line: rewritten in place on a terminal, a plain line every
@@ -295,7 +236,10 @@ impl Status {
 
     fn report(&mut self, r: Report) {
         match r {
-            Report::Wrote(stats) => self.stats = stats,
+            Report::Wrote { stats, .. } => self.stats = stats,
+            Report::Missed { count, before_seq } => self.say(&format!(
+                "warning: {count} snapshot(s) before seq {before_seq} never reached the recorder (its queue was full)"
+            )),
             Report::Rotated(previous) => {
                 self.say(&format!(
                     "{} reached the size limit: moved to {}, continuing in a new file",

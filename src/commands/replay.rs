@@ -7,14 +7,14 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::app::App;
-use crate::app::replay::Timeline;
+use crate::app::playback::Timeline;
+use crate::app::{App, Settings};
 use crate::cli::{ReplayArgs, SourceArgs, UiArgs};
 use crate::commands::dashboard;
 use crate::config::Config;
 use crate::model::{Event, Millis, Snapshot};
 use crate::record::Recording;
-use crate::ui::theme::{Theme, depth_from_env};
+use crate::theme::{Theme, depth_from_env};
 
 /// A recording as replay's timeline.
 pub struct RecordingTimeline(pub Recording);
@@ -42,8 +42,9 @@ impl Timeline for RecordingTimeline {
     }
 }
 
-/// Opens `path` and builds the App over it (the part tests and benches use).
-pub fn open_app(path: &Path, config: Config, me: String) -> Result<App> {
+/// Opens `path` and builds the App over it (the part tests and benches
+/// use), with the theme given (`None`: full colour).
+pub fn open_app(path: &Path, config: Config, me: String, theme: Option<Theme>) -> Result<App> {
     let rec = Recording::open(path)?;
     if rec.is_empty() {
         anyhow::bail!("{}: the recording holds no snapshots", path.display());
@@ -54,8 +55,12 @@ pub fn open_app(path: &Path, config: Config, me: String) -> Result<App> {
     ));
     let config = config.with_interval(interval);
     let warnings: Vec<String> = rec.warnings().to_vec();
-    let mut app = App::replaying_from(config, system, Box::new(RecordingTimeline(rec)), me);
-    app.read_only = true;
+    let mut settings = Settings::new(config, system, me);
+    settings.read_only = true;
+    if let Some(t) = theme {
+        settings.theme = t;
+    }
+    let mut app = App::replaying_from(settings, Box::new(RecordingTimeline(rec)));
     if let Some(w) = warnings.first() {
         app.update(crate::app::Event::Outcome(crate::app::Outcome {
             ok: false,
@@ -72,9 +77,8 @@ pub fn open_app(path: &Path, config: Config, me: String) -> Result<App> {
 pub fn run(args: &ReplayArgs, src: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
     let config = dashboard::load_config(src, ui)?;
     let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
-    let mut app = open_app(&args.file, config, me)
+    let app = open_app(&args.file, config, me, Some(theme))
         .with_context(|| format!("replaying {}", args.file.display()))?;
-    app.theme = theme;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,15 +1,16 @@
 //! `vramwatch serve`: sample on the usual schedule and serve Prometheus
 //! metrics (`/metrics`), the latest snapshot as JSON (`/snapshot`) and
 //! `/healthz` until SIGINT or SIGTERM. The server itself is
-//! [`crate::export`]; `--serve ADDR` of the dashboard and `record` start the
-//! same server on their own sampler.
+//! [`crate::export`], a consumer of the pipeline; `--serve ADDR` of the
+//! dashboard and `record` start the same server on their own pipeline.
 
 use anyhow::{Context, Result};
 
+use crate::analysis::AnalysisConfig;
 use crate::cli::{ServeArgs, SourceArgs};
 use crate::config::{self, Config};
 use crate::export;
-use crate::sampler::Sampler;
+use crate::pipeline::Pipeline;
 use crate::source;
 
 /// Where the listen address came from, for error messages.
@@ -25,23 +26,30 @@ pub fn run(source_args: &SourceArgs, args: &ServeArgs, me: &str) -> Result<()> {
     let (listen, from) = listen_address(args, &config);
     // Bind first: a bad or busy address is reported before anything starts.
     let listener = export::bind(&listen).context(from)?;
+    let src = source::open(source_args.demo.as_deref(), source_args.seed, me, 60)?;
+    let pipeline = Pipeline::start(src, config.schedule(), AnalysisConfig::from_config(&config))
+        .context("starting the sampler")?;
+    let hook = super::start_hook(pipeline.hub(), &config, |e| eprintln!("vramwatch: {e}"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    rt.block_on(async {
-        let src = source::open(source_args.demo.as_deref(), source_args.seed, me, 60)?;
-        let sampler = Sampler::spawn(src, config.schedule());
-        let server = export::Server::start(listener, &sampler, export::analysis::serve_options(&sampler, &config))?;
+    let served = rt.block_on(async {
+        let server = export::Server::start(listener, pipeline.hub(), Default::default())?;
         let addr = server.local_addr();
         eprintln!(
             "vramwatch: serving http://{addr}/metrics, /snapshot and /healthz (source {}); Ctrl-C stops",
-            sampler.system.source
+            pipeline.system().source
         );
         let stopped = shutdown_signal().await;
         server.stop().await;
         stopped
-    })
+    });
+    pipeline.stop();
+    if let Some(h) = hook {
+        let _ = h.join();
+    }
+    served
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -1,20 +1,13 @@
-//! The analysis figures the exporter adds to `/metrics`: an `Analyzer` fed
-//! by the same sampler, on a task of its own, publishing an [`Extra`] per
-//! snapshot.
+//! The analysis figures the exporter adds to `/metrics`, read from the
+//! pipeline's assessment of each snapshot (nothing is analysed here).
 
-use std::sync::Arc;
-
-use tokio::sync::{broadcast, watch};
-
-use crate::analysis::{AnalysisConfig, Analyzer};
+use crate::analysis::{AnalysisConfig, Assessment};
 use crate::config::Severity;
 use crate::export::{AlertState, Extra, GpuExtra, ProcExtra};
 use crate::model::{GpuState, Snapshot};
-use crate::sampler::Sampler;
 
-/// What the analysis says about `snap`, as the exporter wants it.
-pub fn extra_of(a: &Analyzer, snap: &Snapshot) -> Extra {
-    let cfg = a.config();
+/// What the assessment says about `snap`, as the exporter wants it.
+pub fn extra_of(a: &Assessment, snap: &Snapshot, cfg: &AnalysisConfig) -> Extra {
     let forecast_below = cfg.levels.forecast_below.as_secs_f64();
     let mut out = Extra::default();
     for g in &snap.gpus {
@@ -29,16 +22,14 @@ pub fn extra_of(a: &Analyzer, snap: &Snapshot) -> Extra {
             growth_bps: ga.rate.map(|r| r.bps),
             seconds_to_full,
         });
-        let pct = g.mem.map(|m| {
-            let peak = g.mem_peak.unwrap_or(m.used).max(m.used);
-            peak.saturating_add(m.reserved) as f64 * 100.0 / m.total.max(1) as f64
-        });
         out.alerts.push(AlertState {
             name: "memory".into(),
             gpu: Some(g.index),
             pid: None,
             severity: Severity::Critical,
-            active: pct.is_some_and(|p| p >= cfg.levels.memory.crit),
+            active: g
+                .peak_pct_full()
+                .is_some_and(|p| p >= cfg.levels.memory.crit),
         });
         let surely_full = ga
             .forecast
@@ -83,53 +74,18 @@ pub fn extra_of(a: &Analyzer, snap: &Snapshot) -> Extra {
     out
 }
 
-/// Server options whose `/metrics` carry the analysis of `config`.
-pub fn serve_options(
-    sampler: &Sampler,
-    config: &crate::config::Config,
-) -> crate::export::ServeOptions {
-    crate::export::ServeOptions {
-        extra: Some(spawn(sampler, AnalysisConfig::from_config(config))),
-        ..Default::default()
-    }
-}
-
-/// Starts the analysis task (inside a tokio runtime); the receiver goes into
-/// `ServeOptions::extra`.
-pub fn spawn(sampler: &Sampler, cfg: AnalysisConfig) -> watch::Receiver<Option<Arc<Extra>>> {
-    let (tx, rx) = watch::channel(None);
-    let mut snaps = sampler.subscribe();
-    tokio::spawn(async move {
-        let mut analyzer = Analyzer::new(&cfg);
-        loop {
-            match snaps.recv().await {
-                Ok(s) => {
-                    analyzer.observe(&s);
-                    if tx.send(Some(Arc::new(extra_of(&analyzer, &s)))).is_err() {
-                        break;
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => break,
-            }
-        }
-    });
-    rx
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::app::fixture;
+    use crate::pipeline::analyse_all;
 
     #[test]
     fn a_leak_shows_as_growth_a_flag_and_an_alert_state() {
         let (_, snaps) = fixture::snapshots("leak", 1, 60, "me");
-        let mut a = Analyzer::new(&AnalysisConfig::default());
-        for s in &snaps {
-            a.observe(s);
-        }
-        let x = extra_of(&a, snaps.last().unwrap());
+        let cfg = AnalysisConfig::default();
+        let last = analyse_all(&cfg, snaps).pop().unwrap();
+        let x = extra_of(&last.assessment, &last.snapshot, &cfg);
         let leak = x
             .procs
             .iter()

@@ -19,6 +19,8 @@
 pub mod analysis;
 pub mod http;
 pub mod prometheus;
+pub mod snapshot_json;
+pub mod torch_metrics;
 pub mod window;
 
 pub use http::{Limits, ServeError, ServeOptions, Server, bind, serve};

@@ -165,7 +165,7 @@ struct ProcRow {
     labels: String,
     mem: Option<u64>,
     /// PyTorch allocator figures on this GPU, when published.
-    torch: Option<crate::torch_alloc::DeviceAlloc>,
+    torch: Option<crate::model::alloc::DeviceAlloc>,
 }
 
 /// Label sets of one snapshot, escaped once and shared by every family.
@@ -486,9 +486,14 @@ impl Body<'_> {
             .labels
             .procs
             .iter()
-            .filter_map(|r| Some((r, crate::torch_alloc::metric_values(r.torch.as_ref()?))))
+            .filter_map(|r| {
+                Some((
+                    r,
+                    crate::export::torch_metrics::metric_values(r.torch.as_ref()?),
+                ))
+            })
             .collect();
-        for (i, def) in crate::torch_alloc::METRICS.iter().enumerate() {
+        for (i, def) in crate::export::torch_metrics::METRICS.iter().enumerate() {
             let kind = if def.kind == "counter" {
                 Kind::Counter
             } else {

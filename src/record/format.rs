@@ -398,7 +398,7 @@ struct ProcColsIn {
     dec_util: Option<Vec<Option<u32>>>,
     cpu_pct: Option<Vec<Option<f32>>>,
     rss: Option<Vec<Option<u64>>>,
-    torch: Option<Vec<Option<crate::torch_alloc::AllocStats>>>,
+    torch: Option<Vec<Option<crate::model::alloc::AllocStats>>>,
 }
 
 /// Why a line could not be decoded (the reader adds file and line).

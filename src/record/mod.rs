@@ -7,9 +7,9 @@
 //! - [`reader`]: opens a recording through its index and decodes any
 //!   snapshot on demand.
 
-pub mod background;
 pub mod format;
 pub mod reader;
+pub mod recorder;
 pub mod writer;
 mod zst;
 

@@ -333,7 +333,7 @@ impl Writer {
             flushed: Mark::default(),
             flushed_t: 0,
         };
-        self.header.start_ms = crate::sampler::now_ms();
+        self.header.start_ms = crate::model::now_ms();
         let mut text = Vec::new();
         format::write_header(&mut text, &self.header);
         let bytes = if self.compress {

@@ -3,8 +3,10 @@
 //! probes from its own threads on a schedule of lanes (see `sampler`).
 //! Replay does not probe: it reads whole snapshots back from a file.
 
+pub mod host;
 pub mod nvml;
 pub mod sim;
+pub mod torch;
 
 use std::sync::Arc;
 
@@ -160,7 +162,7 @@ pub fn open(
 ) -> Result<Box<dyn Source>, SourceError> {
     match demo {
         Some(name) => {
-            let t0 = crate::sampler::now_ms().saturating_sub(ahead_s * 1000);
+            let t0 = crate::model::now_ms().saturating_sub(ahead_s * 1000);
             let world = sim::SimWorld::new(name, seed, t0)?;
             Ok(Box::new(sim::SimSource::new(world, me.to_owned())))
         }

@@ -223,7 +223,7 @@ impl NvmlSource {
             });
         }
         let info = SystemInfo {
-            host: crate::host::hostname(),
+            host: crate::source::host::hostname(),
             source: "nvml".into(),
             driver_version: nvml.sys_driver_version().ok(),
             cuda_version: nvml.sys_cuda_driver_version().ok().map(cuda_version),
@@ -257,7 +257,7 @@ impl Source for NvmlSource {
     }
 
     fn host_facts(&self) -> Box<dyn HostFacts> {
-        Box::new(crate::host::ProcHost::new(
+        Box::new(crate::source::host::ProcHost::new(
             self.info.gpus.iter().map(|g| g.uuid.clone()).collect(),
         ))
     }

@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 
+use crate::model::alloc::{AllocStats, DeviceAlloc};
 use crate::model::units::{GIB, MIB};
 use crate::model::{DeviceInfo, MemInfo, Millis, ProcKind, ProcSample, SystemInfo};
 use crate::source::{
     FastReading, GpuProbe, HostFacts, NormalReading, ProbeError, ProcMem, ProcUtil, ProcUtilRead,
     SlowReading, Source, SourceError,
 };
-use crate::torch_alloc::{AllocStats, DeviceAlloc};
 
 /// Names accepted by `--demo [SCENARIO]`.
 pub const SCENARIOS: &[(&str, &str)] = &[
@@ -466,7 +466,7 @@ impl SimWorld {
     }
 
     /// Fills host facts for the processes that are ours.
-    fn enrich(&self, t_ms: Millis, me: &str, procs: &mut [ProcSample]) {
+    pub(crate) fn enrich(&self, t_ms: Millis, me: &str, procs: &mut [ProcSample]) {
         let t = self.secs(t_ms);
         let alive: std::collections::HashMap<u32, Incarnation> =
             self.alive(t).into_iter().map(|i| (i.pid, i)).collect();
@@ -531,20 +531,14 @@ impl SimWorld {
         }))
     }
 
-    /// The snapshot of the whole node at `t_ms` (all lanes), for tests and
-    /// benchmarks that need no sampler.
-    pub fn snapshot(&self, seq: u64, t_ms: Millis, me: &str) -> crate::model::Snapshot {
-        let mut asm = crate::sampler::Assembler::new(self.info.gpus.len());
-        for g in 0..self.info.gpus.len() as u32 {
-            asm.fold_normal(g as usize, Ok(self.normal(g, t_ms, true)));
-            asm.fold_slow(
-                g as usize,
-                Ok(self.slow(g, t_ms, &mut EnergyMeter::default())),
-            );
-        }
-        let mut snap = asm.publish(seq, t_ms);
-        self.enrich(t_ms, me, &mut snap.procs);
-        snap
+    /// Every lane of GPU `g` at `t_ms`, as one probe would read them, for
+    /// a whole-node snapshot without a sampler (`SimWorld::snapshot`, which
+    /// the sampler defines since it assembles readings).
+    pub fn readings(&self, g: u32, t_ms: Millis) -> (NormalReading, SlowReading) {
+        (
+            self.normal(g, t_ms, true),
+            self.slow(g, t_ms, &mut EnergyMeter::default()),
+        )
     }
 }
 

@@ -6,10 +6,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
+use crate::analysis::allocator::advice;
 use crate::app::App;
 use crate::history::ProcSeries;
 use crate::model::units::{GIB, bytes_short};
-use crate::torch_alloc::advice;
 use crate::ui::chart::{Series, TimeChart};
 use crate::ui::process_view::window_points;
 
@@ -23,7 +23,7 @@ pub struct AllocatorChart<'a> {
 impl Widget for &AllocatorChart<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.app;
-        let t = &app.theme;
+        let t = app.theme();
         let span = (area.width as u64 * 2).max(60);
         let gib = |b: u64| b as f64 / GIB as f64;
         let reserved = window_points(app, self.series, self.slot, span, |p| {
@@ -61,14 +61,14 @@ impl Widget for &AllocatorChart<'_> {
 
 /// Whether other processes share the process's GPU at `slot`.
 fn shared_gpu(app: &App, s: &ProcSeries, slot: u64) -> bool {
-    app.history
+    app.history()
         .processes()
         .any(|o| o.id != s.id && o.id.gpu == s.id.gpu && o.at(slot).is_some())
 }
 
 /// The lines of figures and advice (empty when the process publishes none).
 fn lines(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> Vec<Line<'static>> {
-    let t = &app.theme;
+    let t = app.theme();
     let Some(stats) = s.torch.as_deref() else {
         return Vec::new();
     };
@@ -78,8 +78,8 @@ fn lines(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> Vec<L
             t.dim,
         ))];
     };
-    let age = app.now_ms.saturating_sub(stats.t_ms) as f64 / 1000.0;
-    let fresh = if stats.is_stale(app.now_ms) {
+    let age = app.now_ms().saturating_sub(stats.t_ms) as f64 / 1000.0;
+    let fresh = if stats.is_stale(app.now_ms()) {
         Span::styled(format!(" (stale: {age:.0} s old)"), t.warn)
     } else {
         Span::styled(format!(" ({age:.1} s ago)"), t.dim)

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Widget};
 
 use crate::model::units::duration_short;
-use crate::ui::theme::Theme;
+use crate::theme::Theme;
 
 /// One line of a chart: points (seconds, value), `None` = gap.
 pub struct Series {

@@ -6,23 +6,23 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
+use crate::app::layout::centered;
 use crate::app::{App, Dialog};
 use crate::model::units::duration_short;
-use crate::ui::layout::centered;
 
 pub struct DialogBox<'a>(pub &'a App);
 
 impl Widget for &DialogBox<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
-        let t = &app.theme;
+        let t = app.theme();
         let Some(Dialog::ConfirmSignal {
             id,
             signal,
             user,
             command,
             age_s,
-        }) = &app.view.dialog
+        }) = &app.dialog()
         else {
             return;
         };

@@ -27,7 +27,7 @@ pub fn tag(kind: EventKind) -> &'static str {
 impl Widget for &EventsPane<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
-        let t = &app.theme;
+        let t = app.theme();
         let block = Block::default()
             .borders(Borders::TOP)
             .border_style(t.border)
@@ -36,7 +36,7 @@ impl Widget for &EventsPane<'_> {
         block.render(area, buf);
         let upto = app.shown_ms();
         let lines: Vec<Line> = app
-            .events
+            .events()
             .iter()
             .rev()
             .filter(|e| e.t_ms <= upto)
@@ -51,7 +51,7 @@ impl Widget for &EventsPane<'_> {
                     _ => t.dim,
                 };
                 Line::from(vec![
-                    Span::styled(format!(" {} ", app.clock.hms(e.t_ms)), t.dim),
+                    Span::styled(format!(" {} ", app.clock().hms(e.t_ms)), t.dim),
                     Span::styled(format!("{:<5} ", tag(e.kind)), style),
                     Span::raw(e.message.clone()),
                 ])

@@ -17,25 +17,25 @@ pub struct Footer<'a>(pub &'a App);
 impl Widget for &Footer<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
-        let t = &app.theme;
-        if app.view.filter_editing {
+        let t = app.theme();
+        if app.table().filter_editing {
             Line::from(vec![
                 Span::styled(" filter: ", t.accent),
-                Span::raw(app.view.filter.clone()),
+                Span::raw(app.table().filter.clone()),
                 Span::styled("█", t.accent),
                 Span::styled("   Enter keep · Esc clear", t.dim),
             ])
             .render(area, buf);
             return;
         }
-        if let Some(m) = &app.message
-            && app.now_ms.saturating_sub(m.t_ms) <= MESSAGE_MS
+        if let Some(m) = &app.message()
+            && app.now_ms().saturating_sub(m.t_ms) <= MESSAGE_MS
         {
             let style = if m.ok { t.ok } else { t.warn };
             Line::from(Span::styled(format!(" {}", m.text), style)).render(area, buf);
             return;
         }
-        let keys = &app.config.keys;
+        let keys = &app.config().keys;
         let first = |a: Action| {
             keys.keys(a)
                 .first()
@@ -44,7 +44,7 @@ impl Widget for &Footer<'_> {
         };
         let mut hints: Vec<(String, &str)> =
             vec![(first(Action::Quit), "quit"), (first(Action::Help), "help")];
-        match app.view.screen() {
+        match app.screen() {
             Screen::Overview => {
                 hints.push((first(Action::Filter), "filter"));
                 hints.push((first(Action::SortNext), "sort"));
@@ -54,7 +54,7 @@ impl Widget for &Footer<'_> {
             }
             Screen::Process(_) => {
                 hints.push((first(Action::Back), "back"));
-                if !app.read_only && matches!(app.mode, Mode::Live) {
+                if !app.settings().read_only && matches!(app.mode(), Mode::Live) {
                     hints.push((first(Action::Terminate), "terminate"));
                     hints.push((first(Action::Kill), "kill"));
                 }
@@ -68,7 +68,7 @@ impl Widget for &Footer<'_> {
             }
             Screen::Help => {}
         }
-        match app.mode {
+        match app.mode() {
             Mode::Replay(_) => {
                 hints.push((first(Action::Pause), "play"));
                 hints.push((
@@ -97,7 +97,7 @@ impl Widget for &Footer<'_> {
                 }
                 hints.push((
                     first(Action::Record),
-                    if app.recording.is_some() {
+                    if app.recording().is_some() {
                         "stop rec"
                     } else {
                         "record"
@@ -110,8 +110,11 @@ impl Widget for &Footer<'_> {
             spans.push(Span::styled(k, t.accent));
             spans.push(Span::styled(format!(" {what}  "), t.dim));
         }
-        if !app.view.filter.is_empty() {
-            spans.push(Span::styled(format!("filter: {}", app.view.filter), t.warn));
+        if !app.table().filter.is_empty() {
+            spans.push(Span::styled(
+                format!("filter: {}", app.table().filter),
+                t.warn,
+            ));
         }
         Line::from(spans).render(area, buf);
     }

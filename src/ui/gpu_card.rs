@@ -9,12 +9,13 @@ use ratatui::symbols;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Sparkline, SparklineBar, Widget};
 
+use crate::analysis::Phase;
 use crate::app::{App, Pane};
 use crate::config::Severity;
 use crate::history::Agg;
 use crate::model::units::{MIB, bytes_short, duration_short, rate_short};
 use crate::model::{GpuSample, GpuState, MemInfo};
-use crate::ui::theme::Theme;
+use crate::theme::Theme;
 
 /// One GPU at the slot on screen.
 pub struct GpuCard<'a> {
@@ -27,7 +28,7 @@ pub struct GpuCard<'a> {
 pub fn unaccounted(app: &App, index: usize, slot: u64, g: &GpuSample) -> Option<u64> {
     let used = g.mem?.used;
     let sum: u64 = app
-        .history
+        .history()
         .processes()
         .filter(|s| s.id.gpu as usize == index)
         .filter_map(|s| s.at(slot).and_then(|p| p.mem))
@@ -38,13 +39,13 @@ pub fn unaccounted(app: &App, index: usize, slot: u64, g: &GpuSample) -> Option<
 /// Memory % in use (used + reserved) and its severity.
 pub fn memory_level(app: &App, g: &GpuSample) -> Option<(f64, Severity)> {
     let pct = g.mem?.used_pct();
-    Some((pct, app.config.thresholds.memory.grade(pct)))
+    Some((pct, app.config().thresholds.memory.grade(pct)))
 }
 
 fn power_level(app: &App, g: &GpuSample) -> Option<(f64, Severity)> {
     let (p, l) = (g.power_mw?, g.power_limit_mw?);
     let pct = p as f64 * 100.0 / l.max(1) as f64;
-    Some((pct, app.config.thresholds.power.grade(pct)))
+    Some((pct, app.config().thresholds.power.grade(pct)))
 }
 
 /// A value with its severity: a one-cell mark (blank when normal, so a
@@ -69,13 +70,13 @@ fn used_of_total(app: &App, g: &GpuSample, m: MemInfo, sep: &str) -> Vec<Span<'s
         bytes_short(m.used),
         bytes_short(m.total)
     ))];
-    out.extend(value(format!("{pct:>3.0}%"), sev, &app.theme));
+    out.extend(value(format!("{pct:>3.0}%"), sev, app.theme()));
     out
 }
 
 /// The memory bar: used █, reserved ▒, free ░, the peak since start ┃.
 pub fn memory_bar(app: &App, g: &GpuSample, peak: Option<u64>, width: u16) -> Vec<Span<'static>> {
-    let t = &app.theme;
+    let t = app.theme();
     let Some(m) = g.mem else {
         return vec![Span::styled("N/A".to_string(), t.dim)];
     };
@@ -134,8 +135,8 @@ fn series(
     agg: Agg,
     f: impl Fn(&GpuSample) -> Option<u64>,
 ) -> Vec<SparklineBar> {
-    let bucket = app.history.interval_ms() * SAMPLES_PER_CELL;
-    app.history
+    let bucket = app.history().interval_ms() * SAMPLES_PER_CELL;
+    app.history()
         .gpu_buckets(index, slot, n, bucket, agg, f)
         .into_iter()
         .map(SparklineBar::from)
@@ -159,13 +160,13 @@ fn short_name(name: &str) -> &str {
 impl Widget for &GpuCard<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.app;
-        let t = &app.theme;
+        let t = app.theme();
         let i = self.index;
-        let info = app.system.gpus.get(i);
+        let info = app.system().gpus.get(i);
         let name = info.map_or("GPU", |d| d.name.as_str());
         let slot = app.slot().unwrap_or(0);
-        let g = app.history.gpu_at(i, slot);
-        let border = if self.selected && app.view.focus == Pane::Gpus {
+        let g = app.history().gpu_at(i, slot);
+        let border = if self.selected && app.nav().focus == Pane::Gpus {
             t.focus_border
         } else {
             t.border
@@ -211,7 +212,7 @@ impl Widget for &GpuCard<'_> {
             return;
         };
         let w = inner.width;
-        let peak = app.history.gpu_peak(i);
+        let peak = app.history().gpu_peak(i);
         // Line 1: memory.
         let mut l1: Vec<Span> = vec![Span::styled("MEM ", t.label)];
         let bar_w = (w / 3).clamp(10, 60);
@@ -266,7 +267,7 @@ impl Widget for &GpuCard<'_> {
             return;
         }
         // Line 3: readings.
-        let th = &app.config.thresholds;
+        let th = &app.config().thresholds;
         // Fixed widths: a changing figure does not move its neighbours
         // (each move would rewrite the rest of the line on the terminal).
         let mut l3: Vec<Span> = vec![Span::styled("UTIL", t.label)];
@@ -323,7 +324,7 @@ impl Widget for &GpuCard<'_> {
         // Line 4: where memory is going, and the slow lane.
         let mut l4: Vec<Span> = Vec::new();
         let procs = app
-            .history
+            .history()
             .processes()
             .filter(|s| s.id.gpu as usize == i && s.at(slot).is_some())
             .count();
@@ -332,19 +333,21 @@ impl Widget for &GpuCard<'_> {
         if let Some(ins) = app.gpu_insight(i) {
             l4.push(Span::styled("  trend ", t.label));
             let trend = match ins.phase {
-                "growing" | "shrinking" => format!("{} {}", ins.phase, rate_short(ins.rate_bps)),
-                p => p.to_string(),
+                Phase::Growing | Phase::Shrinking => {
+                    format!("{} {}", ins.phase.name(), rate_short(ins.rate_bps))
+                }
+                p => p.name().to_owned(),
             };
             l4.push(Span::styled(
                 trend,
-                if ins.phase == "growing" {
+                if ins.phase == Phase::Growing {
                     t.warn
                 } else {
                     t.text
                 },
             ));
             if let Some(eta) = ins.full_in {
-                let sev = if eta.surely_within(app.config.alerts.forecast_below.as_secs_f64()) {
+                let sev = if eta.surely_within(app.config().alerts.forecast_below.as_secs_f64()) {
                     Severity::Critical
                 } else {
                     Severity::Warn
@@ -388,21 +391,21 @@ pub struct GpuLine<'a> {
 impl Widget for &GpuLine<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.app;
-        let t = &app.theme;
+        let t = app.theme();
         let i = self.index;
         let slot = app.slot().unwrap_or(0);
         let name = app
-            .system
+            .system()
             .gpus
             .get(i)
             .map_or("GPU", |d| short_name(&d.name));
-        let sel = self.selected && app.view.focus == Pane::Gpus;
+        let sel = self.selected && app.nav().focus == Pane::Gpus;
         let mut spans = vec![Span::styled(
             format!("{}{i:>2} {:<6.6} ", if sel { "▸" } else { " " }, name),
             if sel { t.accent } else { t.title },
         )];
         let Some(g) = app
-            .history
+            .history()
             .gpu_at(i, slot)
             .filter(|g| g.state != GpuState::Lost)
         else {
@@ -415,7 +418,7 @@ impl Widget for &GpuLine<'_> {
         spans.extend(memory_bar(
             app,
             g,
-            app.history.gpu_peak(i).map(|p| p.0),
+            app.history().gpu_peak(i).map(|p| p.0),
             bar_w,
         ));
         if let Some(m) = g.mem {
@@ -442,7 +445,7 @@ impl Widget for &GpuLine<'_> {
             );
             x += spark_w + 1;
         }
-        let th = &app.config.thresholds;
+        let th = &app.config().thresholds;
         let mut tail: Vec<Span> = vec![Span::raw(" ")];
         match g.util_gpu {
             Some(u) => tail.extend(value(format!("{u:>3}%"), th.utilization.grade(u as f64), t)),
@@ -457,7 +460,9 @@ impl Widget for &GpuLine<'_> {
             tail.extend(value(format!("{}W", p / 1000), sev, t));
         }
         if let Some(ins) = app.gpu_insight(i) {
-            if matches!(ins.phase, "growing" | "shrinking") && ins.rate_bps.abs() >= MIB as f64 {
+            if matches!(ins.phase, Phase::Growing | Phase::Shrinking)
+                && ins.rate_bps.abs() >= MIB as f64
+            {
                 tail.push(Span::styled(
                     format!(" {}", rate_short(ins.rate_bps)),
                     t.warn,

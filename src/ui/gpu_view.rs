@@ -8,11 +8,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::app::App;
+use crate::app::layout::CARD_HEIGHT;
 use crate::model::GpuSample;
 use crate::model::units::GIB;
 use crate::ui::chart::{Series, TimeChart};
 use crate::ui::gpu_card::GpuCard;
-use crate::ui::layout::CARD_HEIGHT;
 
 pub struct GpuView<'a> {
     pub app: &'a App,
@@ -26,12 +26,12 @@ fn gpu_points(
     span: u64,
     f: impl Fn(&GpuSample) -> Option<f64>,
 ) -> Vec<(f64, Option<f64>)> {
-    let now = app.history.time_at(slot).unwrap_or(0) as f64;
-    let from = slot.saturating_sub(span).max(app.history.first_slot());
+    let now = app.history().time_at(slot).unwrap_or(0) as f64;
+    let from = slot.saturating_sub(span).max(app.history().first_slot());
     (from..=slot)
         .map(|s| {
-            let x = (app.history.time_at(s).unwrap_or(0) as f64 - now) / 1000.0;
-            (x, app.history.gpu_at(index, s).and_then(&f))
+            let x = (app.history().time_at(s).unwrap_or(0) as f64 - now) / 1000.0;
+            (x, app.history().gpu_at(index, s).and_then(&f))
         })
         .collect()
 }
@@ -39,7 +39,7 @@ fn gpu_points(
 impl Widget for &GpuView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.app;
-        let t = &app.theme;
+        let t = app.theme();
         let i = self.index;
         let [card_a, info_a, grid_a] = Layout::vertical([
             Constraint::Length(CARD_HEIGHT),
@@ -53,7 +53,7 @@ impl Widget for &GpuView<'_> {
             selected: false,
         }
         .render(card_a, buf);
-        if let Some(d) = app.system.gpus.get(i) {
+        if let Some(d) = app.system().gpus.get(i) {
             Line::from(vec![
                 Span::styled(" uuid ", t.label),
                 Span::raw(d.uuid.clone()),
@@ -98,7 +98,7 @@ impl Widget for &GpuView<'_> {
         ];
         // The three biggest processes now.
         let mut procs: Vec<_> = app
-            .history
+            .history()
             .processes()
             .filter(|s| s.id.gpu as usize == i)
             .filter_map(|s| s.at(slot).and_then(|p| p.mem).map(|m| (m, s)))
@@ -120,11 +120,11 @@ impl Widget for &GpuView<'_> {
             });
         }
         let total = app
-            .history
+            .history()
             .gpu_at(i, slot)
             .and_then(|g| g.mem)
             .map(|m| gib(m.total));
-        let span_s = (span * app.history.interval_ms()) as f64 / 1000.0;
+        let span_s = (span * app.history().interval_ms()) as f64 / 1000.0;
         let gl = |v: f64| format!("{v:.0}G");
         TimeChart {
             title: "memory".into(),
@@ -159,7 +159,7 @@ impl Widget for &GpuView<'_> {
         }
         .render(util_a, buf);
         let limit_w = app
-            .history
+            .history()
             .gpu_at(i, slot)
             .and_then(|g| g.power_limit_mw)
             .map(|l| l as f64 / 1000.0);

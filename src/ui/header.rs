@@ -15,9 +15,9 @@ pub struct HeaderBar<'a>(pub &'a App);
 impl Widget for &HeaderBar<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
-        let t = &app.theme;
-        let sys = &app.system;
-        let interval = app.history.interval_ms();
+        let t = app.theme();
+        let sys = &app.system();
+        let interval = app.history().interval_ms();
         let every = if interval.is_multiple_of(1000) {
             format!("{}s", interval / 1000)
         } else {
@@ -40,7 +40,7 @@ impl Widget for &HeaderBar<'_> {
             (
                 8,
                 vec![Span::styled(
-                    format!("  {}", app.clock.hms(app.shown_ms())),
+                    format!("  {}", app.clock().hms(app.shown_ms())),
                     t.text,
                 )],
             ),
@@ -50,7 +50,7 @@ impl Widget for &HeaderBar<'_> {
             groups.push((4, vec![Span::styled(format!("  [{}]", sys.source), t.dim)]));
         }
         let mut right: Vec<Span> = Vec::new();
-        if let Some(r) = &app.recording {
+        if let Some(r) = &app.recording() {
             let mark = if r.warning.is_some() {
                 "● REC ⚠"
             } else {
@@ -62,7 +62,7 @@ impl Widget for &HeaderBar<'_> {
             ));
             right.push(Span::raw("  "));
         }
-        match app.mode {
+        match app.mode() {
             Mode::Replay(p) => {
                 let state = if p.playing { "▶" } else { "❚❚" };
                 let (pos, len) = app.replay_position().unwrap_or((0, 0));
@@ -73,7 +73,7 @@ impl Widget for &HeaderBar<'_> {
                 right.push(Span::raw("  "));
             }
             Mode::Live if app.paused() => {
-                let behind = app.now_ms.saturating_sub(app.shown_ms()) / 1000;
+                let behind = app.now_ms().saturating_sub(app.shown_ms()) / 1000;
                 right.push(Span::styled(
                     format!("❚❚ PAUSED −{}", duration_short(behind)),
                     t.paused,
@@ -83,7 +83,7 @@ impl Widget for &HeaderBar<'_> {
             Mode::Live => {}
         }
         let alerts = app
-            .events
+            .events()
             .iter()
             .filter(|e| {
                 matches!(

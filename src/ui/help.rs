@@ -7,47 +7,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
 use crate::app::App;
-use crate::config::keys::Action;
-use crate::ui::layout::centered;
+use crate::app::help::{LEGEND, key_lines};
+use crate::app::layout::centered;
 
 pub struct Help<'a>(pub &'a App);
-
-/// One line per action: keys, then what it does.
-pub fn key_lines(app: &App) -> Vec<(String, &'static str)> {
-    Action::ALL
-        .iter()
-        .map(|a| (app.config.keys.label(*a), a.describe()))
-        .collect()
-}
-
-/// Symbols and what they mean.
-const LEGEND: [(&str, &str); 8] = [
-    ("█ ▒ ░", "memory used, reserved by the driver, free"),
-    ("┃", "highest memory seen since start (fast lane included)"),
-    (
-        "▲ ‼",
-        "over the warn / critical threshold (also shown in colour)",
-    ),
-    (
-        "▲12M/s ▼ ─",
-        "growing, shrinking, flat; LEAK = growth sustained",
-    ),
-    ("dim", "another user's process; italic = exited"),
-    ("unaccounted", "device memory no listed process holds"),
-    ("mem sparkline", "highest memory in each 5-sample bucket"),
-    ("N/A", "the GPU does not report this figure"),
-];
-
-/// Lines of help text (for scrolling).
-pub fn line_count(app: &App) -> usize {
-    key_lines(app).len() + 1 + LEGEND.len()
-}
 
 impl Widget for &Help<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
-        let t = &app.theme;
-        let keys = key_lines(app);
+        let t = app.theme();
+        let keys = key_lines(&app.config().keys);
         let key_w = keys
             .iter()
             .map(|(k, _)| k.chars().count())
@@ -76,7 +45,7 @@ impl Widget for &Help<'_> {
         Clear.render(r, buf);
         let total = lines.len() as u16;
         let shown = r.height.saturating_sub(2);
-        let scroll = app.view.help_scroll.min(total.saturating_sub(shown));
+        let scroll = app.help_scroll().min(total.saturating_sub(shown));
         let more = if scroll + shown < total {
             " ↓ more "
         } else {

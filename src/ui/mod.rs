@@ -10,10 +10,8 @@ pub mod gpu_card;
 pub mod gpu_view;
 pub mod header;
 pub mod help;
-pub mod layout;
 pub mod process_table;
 pub mod process_view;
-pub mod theme;
 pub mod timeline;
 
 use ratatui::Frame;
@@ -22,8 +20,8 @@ use ratatui::layout::Rect;
 use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Widget};
 
+use crate::app::layout::{self, CardStyle, MIN_HEIGHT, MIN_WIDTH};
 use crate::app::{App, Mode, Screen};
-use layout::{CardStyle, MIN_HEIGHT, MIN_WIDTH};
 
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame, app: &App) {
@@ -39,16 +37,16 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
             "enlarge the terminal to at least {MIN_WIDTH}×{MIN_HEIGHT} (now {}×{})",
             area.width, area.height
         );
-        ratatui::widgets::Paragraph::new(Span::styled(msg, app.theme.warn))
+        ratatui::widgets::Paragraph::new(Span::styled(msg, app.theme().warn))
             .wrap(ratatui::widgets::Wrap { trim: true })
             .render(area, buf);
         return;
     }
-    let replay = matches!(app.mode, Mode::Replay(_));
+    let replay = matches!(app.mode(), Mode::Replay(_));
     let o = layout::overview(
         (area.width, area.height),
-        app.system.gpus.len(),
-        app.view.show_events,
+        app.system().gpus.len(),
+        app.nav().show_events,
         replay,
     );
     (&header::HeaderBar(app)).render(o.header, buf);
@@ -58,7 +56,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         area.width,
         o.footer.y - o.cards.y - o.timeline.map_or(0, |t| t.height),
     );
-    match app.view.screen() {
+    match app.screen() {
         Screen::Overview | Screen::Help => overview(app, &o, buf),
         Screen::Gpu(i) => (&gpu_view::GpuView { app, index: i }).render(body, buf),
         Screen::Process(id) => (&process_view::ProcessView { app, id }).render(body, buf),
@@ -67,16 +65,16 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         (&timeline::Timeline(app)).render(t, buf);
     }
     (&footer::Footer(app)).render(o.footer, buf);
-    if app.view.screen() == Screen::Help {
+    if app.screen() == Screen::Help {
         (&help::Help(app)).render(area, buf);
     }
-    if app.view.dialog.is_some() {
+    if app.dialog().is_some() {
         (&dialog::DialogBox(app)).render(area, buf);
     }
 }
 
 fn overview(app: &App, o: &layout::Overview, buf: &mut Buffer) {
-    let gpus = app.system.gpus.len();
+    let gpus = app.system().gpus.len();
     match layout::card_style((o.header.width, o.footer.y + 1), gpus) {
         CardStyle::Full => {
             for i in 0..gpus {
@@ -92,7 +90,7 @@ fn overview(app: &App, o: &layout::Overview, buf: &mut Buffer) {
                 (&gpu_card::GpuCard {
                     app,
                     index: i,
-                    selected: i == app.view.selected_gpu,
+                    selected: i == app.nav().selected_gpu,
                 })
                     .render(r, buf);
             }
@@ -101,7 +99,7 @@ fn overview(app: &App, o: &layout::Overview, buf: &mut Buffer) {
             let lines = o.cards.height.saturating_sub(1);
             // Scroll the GPU list so the selected GPU is visible.
             let first = app
-                .view
+                .nav()
                 .selected_gpu
                 .saturating_sub(lines.saturating_sub(1) as usize);
             for (row, i) in (first..gpus).take(lines as usize).enumerate() {
@@ -109,19 +107,19 @@ fn overview(app: &App, o: &layout::Overview, buf: &mut Buffer) {
                 (&gpu_card::GpuLine {
                     app,
                     index: i,
-                    selected: i == app.view.selected_gpu,
+                    selected: i == app.nav().selected_gpu,
                 })
                     .render(r, buf);
             }
             if gpus > lines as usize {
                 let note = format!(" {} GPUs: Tab, then ↑↓ ", gpus);
                 let x = o.cards.width.saturating_sub(note.chars().count() as u16);
-                buf.set_string(x, o.cards.y + lines, note, app.theme.dim);
+                buf.set_string(x, o.cards.y + lines, note, app.theme().dim);
             }
             let rule = Rect::new(0, o.cards.y + lines, o.cards.width, 1);
             Block::default()
                 .borders(Borders::TOP)
-                .border_style(app.theme.border)
+                .border_style(app.theme().border)
                 .render(rule, buf);
         }
     }

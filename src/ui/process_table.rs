@@ -7,6 +7,8 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::widgets::Widget;
 
+use crate::analysis::Phase;
+use crate::app::layout::{column_spans, fit_columns};
 use crate::app::rows::Row;
 use crate::app::{App, Pane};
 use crate::config::Column;
@@ -14,27 +16,6 @@ use crate::model::units::{MIB, age_short, bytes_short, rate_short};
 
 /// Growth below this (bytes/s) shows as flat.
 pub const FLAT_BPS: f64 = 1.0 * MIB as f64;
-
-/// (fixed width, drop priority: higher goes first when narrow).
-fn spec(c: Column) -> (u16, u8) {
-    match c {
-        Column::Gpu => (3, 1),
-        Column::Pid => (7, 0),
-        Column::User => (9, 3),
-        Column::Container => (12, 7),
-        Column::Kind => (4, 8),
-        Column::Memory => (8, 0),
-        Column::MemoryPct => (5, 5),
-        Column::Trend => (12, 2),
-        Column::Peak => (7, 4),
-        Column::Alloc => (13, 7),
-        Column::Sm => (4, 3),
-        Column::Cpu => (5, 6),
-        Column::Rss => (7, 6),
-        Column::Age => (6, 5),
-        Column::Command => (0, 0),
-    }
-}
 
 pub fn title(c: Column) -> &'static str {
     match c {
@@ -56,49 +37,9 @@ pub fn title(c: Column) -> &'static str {
     }
 }
 
-/// The command column gets at least a quarter of the width (12..=40).
-pub fn command_width(width: u16) -> u16 {
-    (width / 4).clamp(12, 40)
-}
-
-/// The columns `s`, `<` and `>` cycle through: those shown at `width`, so
-/// the sort never lands on a column the user cannot see.
-pub fn sortable_columns(configured: &[Column], width: u16) -> Vec<Column> {
-    fit_columns(configured, width)
-        .into_iter()
-        .filter(|c| *c != Column::MemoryPct)
-        .collect()
-}
-
-/// Columns that fit in `width`, in configured order; COMMAND takes the rest.
-pub fn fit_columns(configured: &[Column], width: u16) -> Vec<Column> {
-    let mut cols: Vec<Column> = configured.to_vec();
-    let command_min = command_width(width);
-    let need = |cols: &[Column]| -> u16 {
-        cols.iter().map(|c| spec(*c).0 + 1).sum::<u16>()
-            + if cols.contains(&Column::Command) {
-                command_min
-            } else {
-                0
-            }
-    };
-    while need(&cols) > width {
-        let Some((i, _)) = cols
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| spec(**c).1 > 0)
-            .max_by_key(|(i, c)| (spec(**c).1, *i))
-        else {
-            break;
-        };
-        cols.remove(i);
-    }
-    cols
-}
-
 /// The trend cell: ▲ growing, ▼ shrinking, ─ flat, or "exited".
 pub fn trend(app: &App, r: &Row) -> (String, Style) {
-    let t = &app.theme;
+    let t = app.theme();
     if r.exited {
         return ("exited".into(), t.exited);
     }
@@ -112,15 +53,15 @@ pub fn trend(app: &App, r: &Row) -> (String, Style) {
             format!("▲{} LEAK", rate_short(v.max(0.0)).trim_start_matches('+')),
             t.crit,
         ),
-        "growing" if v >= FLAT_BPS => (
+        Phase::Growing if v >= FLAT_BPS => (
             format!("▲{}", rate_short(v).trim_start_matches('+')),
             t.warn,
         ),
-        "shrinking" if v <= -FLAT_BPS => {
+        Phase::Shrinking if v <= -FLAT_BPS => {
             (format!("▼{}", rate_short(v).trim_start_matches('-')), t.ok)
         }
-        "volatile" => ("∿ swings".into(), t.dim),
-        "unknown" => (String::new(), t.dim),
+        Phase::Volatile => ("∿ swings".into(), t.dim),
+        Phase::Unknown => (String::new(), t.dim),
         _ => ("─".into(), t.dim),
     }
 }
@@ -170,15 +111,7 @@ fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
             None,
         ),
         Column::Age => (age_short(r.age_s(app.shown_ms())), None),
-        Column::Command => (
-            f.command
-                .as_deref()
-                .filter(|c| !c.is_empty())
-                .or(f.name.as_deref())
-                .unwrap_or("?")
-                .to_string(),
-            None,
-        ),
+        Column::Command => (f.label().to_string(), None),
     }
 }
 
@@ -198,29 +131,6 @@ fn right_aligned(c: Column) -> bool {
 }
 
 pub struct ProcessTable<'a>(pub &'a App);
-
-/// (x, width) of each column within a row `width` wide; COMMAND takes what
-/// is left. Laid out by hand: the table is drawn every frame and a generic
-/// table widget's layout solving cost most of the frame.
-pub fn column_spans(cols: &[Column], width: u16) -> Vec<(u16, u16)> {
-    let fixed: u16 = cols
-        .iter()
-        .filter(|c| **c != Column::Command)
-        .map(|c| spec(*c).0 + 1)
-        .sum();
-    let mut x = 0u16;
-    cols.iter()
-        .map(|c| {
-            let w = match c {
-                Column::Command => width.saturating_sub(fixed).max(1),
-                c => spec(*c).0,
-            };
-            let span = (x, w.min(width.saturating_sub(x)));
-            x = x.saturating_add(w + 1).min(width);
-            span
-        })
-        .collect()
-}
 
 /// Writes `text` into `w` cells at `x`, right-aligned when asked, cut to fit.
 fn put(
@@ -244,14 +154,14 @@ fn put(
 impl Widget for &ProcessTable<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
-        let t = &app.theme;
+        let t = app.theme();
         if area.height == 0 || area.width == 0 {
             return;
         }
         let rows = app.rows();
-        let cols = fit_columns(&app.config.display.columns, area.width);
+        let cols = fit_columns(&app.config().display.columns, area.width);
         let spans = column_spans(&cols, area.width);
-        let sort = app.view.sort;
+        let sort = app.table().sort;
         let head_style = t.header.patch(t.label);
         for (c, span) in cols.iter().zip(&spans) {
             let mut name = title(*c).to_string();
@@ -269,7 +179,7 @@ impl Widget for &ProcessTable<'_> {
             );
         }
         if rows.is_empty() {
-            let msg = if app.view.filter.is_empty() {
+            let msg = if app.table().filter.is_empty() {
                 " no processes on any GPU"
             } else {
                 " no process matches the filter"
@@ -281,8 +191,8 @@ impl Widget for &ProcessTable<'_> {
         }
         let sel = app.selected_index(&rows);
         let body_h = area.height.saturating_sub(1) as usize;
-        let start = app.view.offset.min(rows.len().saturating_sub(1));
-        let focus = app.view.focus == Pane::Procs;
+        let start = app.table().offset.min(rows.len().saturating_sub(1));
+        let focus = app.nav().focus == Pane::Procs;
         for (line, (i, r)) in rows.iter().enumerate().skip(start).take(body_h).enumerate() {
             let y = area.y + 1 + line as u16;
             let mut base = if r.exited {
@@ -311,36 +221,5 @@ impl Widget for &ProcessTable<'_> {
             let x = area.x + area.width.saturating_sub(label.len() as u16);
             buf.set_string(x, area.y, label, t.dim);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn columns_are_laid_out_left_to_right_with_the_command_last() {
-        let cols = [Column::Gpu, Column::Pid, Column::Command];
-        assert_eq!(column_spans(&cols, 40), vec![(0, 3), (4, 7), (12, 28)]);
-        // Too narrow: nothing runs past the edge.
-        for (x, w) in column_spans(&Column::ALL, 30) {
-            assert!(x + w <= 30);
-        }
-    }
-
-    #[test]
-    fn narrow_tables_drop_low_priority_columns_first() {
-        let all = Column::ALL.to_vec();
-        let wide = fit_columns(&all, 200);
-        assert_eq!(wide, all);
-        let narrow = fit_columns(&all, 80);
-        assert!(narrow.contains(&Column::Pid) && narrow.contains(&Column::Memory));
-        assert!(narrow.contains(&Column::Command) && narrow.contains(&Column::Trend));
-        assert!(!narrow.contains(&Column::Kind) && !narrow.contains(&Column::Container));
-        let need: u16 = narrow.iter().map(|c| spec(*c).0 + 1).sum::<u16>() + command_width(80);
-        assert!(need <= 80);
-        // Never drops the essentials, even when nothing fits.
-        let tiny = fit_columns(&all, 10);
-        assert!(tiny.contains(&Column::Pid) && tiny.contains(&Column::Memory));
     }
 }

@@ -24,11 +24,11 @@ pub fn window_points(
     span_slots: u64,
     f: impl Fn(&crate::history::ProcPoint) -> Option<f64>,
 ) -> Vec<(f64, Option<f64>)> {
-    let now = app.history.time_at(slot).unwrap_or(0) as f64;
+    let now = app.history().time_at(slot).unwrap_or(0) as f64;
     let from = slot.saturating_sub(span_slots).max(s.first_slot());
     (from..=slot)
         .map(|sl| {
-            let x = (app.history.time_at(sl).unwrap_or(0) as f64 - now) / 1000.0;
+            let x = (app.history().time_at(sl).unwrap_or(0) as f64 - now) / 1000.0;
             (x, s.at(sl).and_then(&f))
         })
         .collect()
@@ -37,8 +37,8 @@ pub fn window_points(
 impl Widget for &ProcessView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.app;
-        let t = &app.theme;
-        let Some(s) = app.history.process(&self.id) else {
+        let t = app.theme();
+        let Some(s) = app.history().process(&self.id) else {
             Paragraph::new(Span::styled(
                 " this process is no longer in history (Esc to go back)",
                 t.dim,
@@ -106,11 +106,11 @@ impl Widget for &ProcessView<'_> {
         l1.push(Span::styled("  started ", t.label));
         l1.push(Span::raw(format!(
             "{} ({} ago)",
-            app.clock.hms(start_ms),
+            app.clock().hms(start_ms),
             duration_short(age)
         )));
-        let cwd = if app.detail.id == Some(self.id) {
-            app.detail
+        let cwd = if app.detail().id == Some(self.id) {
+            app.detail()
                 .cwd
                 .clone()
                 .unwrap_or_else(|| "(not readable)".into())
@@ -162,7 +162,7 @@ impl Widget for &ProcessView<'_> {
             },
         ];
         if let Some((pk, at)) = s.peak {
-            let now = app.history.time_at(slot).unwrap_or(0);
+            let now = app.history().time_at(slot).unwrap_or(0);
             let x = (at as f64 - now as f64) / 1000.0;
             if x >= -span_s && x <= 0.0 {
                 series.push(Series {
@@ -192,13 +192,13 @@ impl Widget for &ProcessView<'_> {
         if let Some((pk, at)) = s.peak {
             l1.push(Span::styled("  peak ", t.label));
             l1.push(Span::styled(bytes_short(pk), t.peak_mark));
-            l1.push(Span::styled(format!(" @{}", app.clock.hms(at)), t.dim));
+            l1.push(Span::styled(format!(" @{}", app.clock().hms(at)), t.dim));
         }
         if let Some(ins) = app.proc_insight(&self.id) {
             l1.push(Span::styled("  growth ", t.label));
             l1.push(Span::raw(rate_short(ins.rate_bps)));
             l1.push(Span::styled("  phase ", t.label));
-            l1.push(Span::raw(ins.phase));
+            l1.push(Span::raw(ins.phase.name()));
             if ins.leak {
                 l1.push(Span::styled("  LEAK suspected", t.crit));
             }

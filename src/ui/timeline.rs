@@ -26,16 +26,16 @@ pub fn marker(kind: EventKind) -> (char, u8) {
 impl Widget for &Timeline<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
-        let t = &app.theme;
-        let span = app.replay.as_ref().and_then(|r| r.span()).or_else(|| {
-            let first = app.history.time_at(app.history.first_slot())?;
-            let last = app.history.time_at(app.history.last_slot()?)?;
+        let t = app.theme();
+        let span = app.replay().as_ref().and_then(|r| r.span()).or_else(|| {
+            let first = app.history().time_at(app.history().first_slot())?;
+            let last = app.history().time_at(app.history().last_slot()?)?;
             Some((first, last))
         });
         let Some((first_t, last_t)) = span else {
             return;
         };
-        let (playing, speed) = match app.mode {
+        let (playing, speed) = match app.mode() {
             Mode::Replay(p) => (p.playing, p.speed),
             Mode::Live => (false, 1),
         };
@@ -43,9 +43,9 @@ impl Widget for &Timeline<'_> {
             " {} {:>2}× {} ",
             if playing { "▶" } else { "❚❚" },
             speed,
-            app.clock.hms(app.shown_ms())
+            app.clock().hms(app.shown_ms())
         );
-        let label_r = format!(" {}–{} ", app.clock.hms(first_t), app.clock.hms(last_t));
+        let label_r = format!(" {}–{} ", app.clock().hms(first_t), app.clock().hms(last_t));
         let bar_x = area.x + label_l.chars().count() as u16;
         let bar_w = area
             .width
@@ -59,7 +59,7 @@ impl Widget for &Timeline<'_> {
         };
         // Line 1: event markers.
         let mut marks: Vec<(char, u8)> = vec![(' ', 0); bar_w as usize];
-        for e in &app.events {
+        for e in app.events() {
             if e.t_ms < first_t || e.t_ms > last_t {
                 continue;
             }

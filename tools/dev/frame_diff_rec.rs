@@ -9,9 +9,9 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use vramwatch::app::{App, Event};
 use vramwatch::commands::replay::open_app;
-use vramwatch::ui::theme::{Depth, Theme};
+use vramwatch::theme::{Depth, Theme};
 
-#[path = "../benches/support/counting_writer.rs"]
+#[path = "../../benches/support/counting_writer.rs"]
 mod counting_writer;
 use counting_writer::CountingWriter;
 
@@ -29,9 +29,9 @@ fn main() {
         std::path::Path::new(file),
         Default::default(),
         "root".into(),
+        Some(Theme::new(vramwatch::config::Theme::Dark, Depth::Ansi256)),
     )
     .expect("open");
-    app.theme = Theme::new(vramwatch::config::Theme::Dark, Depth::Ansi256);
     app.update(Event::Resize(w, h));
     let count = CountingWriter::default();
     let total = count.0.clone();

@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Users};
 
+use crate::model::alloc::AllocStats;
 use crate::model::{Millis, ProcSample, ProcessKey};
 use crate::sanitize;
 use crate::source::HostFacts;
-use crate::torch_alloc::{AllocStats, TorchAllocReader};
+use crate::source::torch::TorchAllocReader;
 
 /// This machine's host name, sanitised; "localhost" when unknown.
 pub fn hostname() -> String {

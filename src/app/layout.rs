@@ -3,6 +3,8 @@
 
 use ratatui::layout::Rect;
 
+use crate::config::Column;
+
 /// Below this the dashboard asks for a larger terminal.
 pub const MIN_WIDTH: u16 = 50;
 pub const MIN_HEIGHT: u16 = 12;
@@ -98,6 +100,92 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
+// ---- the process table's columns ------------------------------------------
+
+/// (fixed width, drop priority: higher goes first when narrow).
+fn spec(c: Column) -> (u16, u8) {
+    match c {
+        Column::Gpu => (3, 1),
+        Column::Pid => (7, 0),
+        Column::User => (9, 3),
+        Column::Container => (12, 7),
+        Column::Kind => (4, 8),
+        Column::Memory => (8, 0),
+        Column::MemoryPct => (5, 5),
+        Column::Trend => (12, 2),
+        Column::Peak => (7, 4),
+        Column::Alloc => (13, 7),
+        Column::Sm => (4, 3),
+        Column::Cpu => (5, 6),
+        Column::Rss => (7, 6),
+        Column::Age => (6, 5),
+        Column::Command => (0, 0),
+    }
+}
+
+/// The command column gets at least a quarter of the width (12..=40).
+pub fn command_width(width: u16) -> u16 {
+    (width / 4).clamp(12, 40)
+}
+
+/// The columns `s`, `<` and `>` cycle through: those shown at `width`, so
+/// the sort never lands on a column the user cannot see.
+pub fn sortable_columns(configured: &[Column], width: u16) -> Vec<Column> {
+    fit_columns(configured, width)
+        .into_iter()
+        .filter(|c| *c != Column::MemoryPct)
+        .collect()
+}
+
+/// Columns that fit in `width`, in configured order; COMMAND takes the rest.
+pub fn fit_columns(configured: &[Column], width: u16) -> Vec<Column> {
+    let mut cols: Vec<Column> = configured.to_vec();
+    let command_min = command_width(width);
+    let need = |cols: &[Column]| -> u16 {
+        cols.iter().map(|c| spec(*c).0 + 1).sum::<u16>()
+            + if cols.contains(&Column::Command) {
+                command_min
+            } else {
+                0
+            }
+    };
+    while need(&cols) > width {
+        let Some((i, _)) = cols
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| spec(**c).1 > 0)
+            .max_by_key(|(i, c)| (spec(**c).1, *i))
+        else {
+            break;
+        };
+        cols.remove(i);
+    }
+    cols
+}
+
+/// (x, width) of each column within a row `width` wide; COMMAND takes what
+/// is left. Laid out by hand: the table is drawn every frame and a generic
+/// table widget's layout solving cost most of the frame.
+pub fn column_spans(cols: &[Column], width: u16) -> Vec<(u16, u16)> {
+    let fixed: u16 = cols
+        .iter()
+        .filter(|c| **c != Column::Command)
+        .map(|c| spec(*c).0 + 1)
+        .sum();
+    let mut x = 0u16;
+    cols.iter()
+        .map(|c| {
+            let w = match c {
+                Column::Command => width.saturating_sub(fixed).max(1),
+                c => spec(*c).0,
+            };
+            let span = (x, w.min(width.saturating_sub(x)));
+            x = x.saturating_add(w + 1).min(width);
+            span
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +218,31 @@ mod tests {
     fn centred_boxes_fit() {
         let r = centered(Rect::new(0, 0, 80, 24), 100, 10);
         assert_eq!(r, Rect::new(0, 7, 80, 10));
+    }
+
+    #[test]
+    fn narrow_tables_drop_low_priority_columns_first() {
+        let all = Column::ALL.to_vec();
+        let wide = fit_columns(&all, 200);
+        assert_eq!(wide, all);
+        let narrow = fit_columns(&all, 80);
+        assert!(narrow.contains(&Column::Pid) && narrow.contains(&Column::Memory));
+        assert!(narrow.contains(&Column::Command) && narrow.contains(&Column::Trend));
+        assert!(!narrow.contains(&Column::Kind) && !narrow.contains(&Column::Container));
+        let need: u16 = narrow.iter().map(|c| spec(*c).0 + 1).sum::<u16>() + command_width(80);
+        assert!(need <= 80);
+        // Never drops the essentials, even when nothing fits.
+        let tiny = fit_columns(&all, 10);
+        assert!(tiny.contains(&Column::Pid) && tiny.contains(&Column::Memory));
+    }
+
+    #[test]
+    fn columns_are_laid_out_left_to_right_with_the_command_last() {
+        let cols = [Column::Gpu, Column::Pid, Column::Command];
+        assert_eq!(column_spans(&cols, 40), vec![(0, 3), (4, 7), (12, 28)]);
+        // Too narrow: nothing runs past the edge.
+        for (x, w) in column_spans(&Column::ALL, 30) {
+            assert!(x + w <= 30);
+        }
     }
 }

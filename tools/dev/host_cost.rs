@@ -2,9 +2,9 @@
 //! showed our own overhead is not in NVML).
 use std::time::Instant;
 
-use vramwatch::host::ProcHost;
 use vramwatch::model::ProcSample;
 use vramwatch::source::HostFacts;
+use vramwatch::source::host::ProcHost;
 
 fn main() {
     let pids: Vec<u32> = std::fs::read_dir("/proc")

@@ -4,25 +4,21 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use vramwatch::app::{App, Event, Mode, fixture};
+use vramwatch::app::{App, Event, fixture};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let scenario = args.get(1).map_or("training", String::as_str);
     let w: u16 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(120);
     let h: u16 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(40);
-    let (system, snaps) = fixture::snapshots(scenario, 1, 180, "me");
-    let mut app = App::new(
-        vramwatch::config::Config::default(),
-        system,
-        Mode::Live,
-        "me".into(),
-    );
+    let config = vramwatch::config::Config::default();
+    let (system, snaps) = fixture::analysed(scenario, 1, 180, "me", &config);
+    let mut app = App::live(fixture::settings(config, system));
     app.update(Event::Resize(w, h));
     let mut prev: Option<Buffer> = None;
     let mut per_row = vec![0usize; h as usize];
     for (i, s) in snaps.iter().enumerate() {
-        app.on_snapshot(s);
+        app.update(Event::Snapshot(s.clone()));
         let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
         vramwatch::ui::render(&app, buf.area, &mut buf);
         if let Some(p) = &prev

@@ -31,8 +31,9 @@ fn main() {
     let stats = writer.finish().expect("finish");
     println!("{n} snapshots, {} bytes", stats.total_bytes);
     let t = Instant::now();
-    let mut app = vramwatch::commands::replay::open_app(&path, Default::default(), "me".into())
-        .expect("open");
+    let mut app =
+        vramwatch::commands::replay::open_app(&path, Default::default(), "me".into(), None)
+            .expect("open");
     app.update(Event::Resize(200, 60));
     let mut buf = Buffer::empty(Rect::new(0, 0, 200, 60));
     vramwatch::ui::render(&app, buf.area, &mut buf);

@@ -6,8 +6,18 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub mod alloc;
+
 /// Unix time in milliseconds.
 pub type Millis = u64;
+
+/// The wall clock now, in unix milliseconds (0 if the clock is before 1970).
+pub fn now_ms() -> Millis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as Millis)
+        .unwrap_or(0)
+}
 
 /// A process identity: a PID alone is recycled, a PID with its start time is
 /// not (start time in unix seconds; 0 when unknown).
@@ -88,10 +98,17 @@ impl MemInfo {
     /// Share of the total in use, counting reserved memory (what an
     /// allocation can no longer get), 0..=100.
     pub fn used_pct(&self) -> f64 {
+        self.pct_full(self.used)
+    }
+
+    /// Share of the total that would be in use with `used` bytes used,
+    /// counting reserved memory, 0..=100 (0 when the total is unknown): the
+    /// one definition of "percent full".
+    pub fn pct_full(&self, used: u64) -> f64 {
         if self.total == 0 {
             return 0.0;
         }
-        (self.used + self.reserved) as f64 * 100.0 / self.total as f64
+        used.saturating_add(self.reserved) as f64 * 100.0 / self.total as f64
     }
 }
 
@@ -140,6 +157,13 @@ pub struct GpuSample {
 }
 
 impl GpuSample {
+    /// Percent full at the highest read of the interval (fast-lane reads
+    /// count), counting reserved memory; `None` without a memory reading.
+    pub fn peak_pct_full(&self) -> Option<f64> {
+        let m = self.mem?;
+        Some(m.pct_full(self.mem_peak.unwrap_or(m.used).max(m.used)))
+    }
+
     /// Device memory in use that no listed process accounts for (driver,
     /// contexts, processes in other containers, dead processes).
     pub fn unaccounted(&self, procs: &[ProcSample]) -> Option<u64> {
@@ -214,7 +238,7 @@ pub struct ProcSample {
     /// process publishes them (`vramwatch_torch`); `devices` holds this
     /// GPU's entry only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub torch: Option<Arc<crate::torch_alloc::AllocStats>>,
+    pub torch: Option<Arc<alloc::AllocStats>>,
 }
 
 impl ProcSample {

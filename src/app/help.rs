@@ -1,0 +1,35 @@
+//! The help screen's text: every key, generated from the key map, and what
+//! the marks on screen mean. `ui::help` draws it; `update` scrolls it.
+
+use crate::config::keys::{Action, KeyMap};
+
+/// One line per action: keys, then what it does.
+pub fn key_lines(keys: &KeyMap) -> Vec<(String, &'static str)> {
+    Action::ALL
+        .iter()
+        .map(|a| (keys.label(*a), a.describe()))
+        .collect()
+}
+
+/// Symbols and what they mean.
+pub const LEGEND: [(&str, &str); 8] = [
+    ("█ ▒ ░", "memory used, reserved by the driver, free"),
+    ("┃", "highest memory seen since start (fast lane included)"),
+    (
+        "▲ ‼",
+        "over the warn / critical threshold (also shown in colour)",
+    ),
+    (
+        "▲12M/s ▼ ─",
+        "growing, shrinking, flat; LEAK = growth sustained",
+    ),
+    ("dim", "another user's process; italic = exited"),
+    ("unaccounted", "device memory no listed process holds"),
+    ("mem sparkline", "highest memory in each 5-sample bucket"),
+    ("N/A", "the GPU does not report this figure"),
+];
+
+/// Lines of help text (for scrolling).
+pub fn line_count(keys: &KeyMap) -> usize {
+    key_lines(keys).len() + 1 + LEGEND.len()
+}

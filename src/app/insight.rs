@@ -1,0 +1,165 @@
+//! What the analysis says, as the screen shows it. Live, the figures are
+//! the pipeline's (the App analyses nothing); in a replay the App owns an
+//! analyzer over the recording, brought to the position shown.
+
+use std::sync::Arc;
+
+use crate::analysis::{AnalysisConfig, Analyzer, Assessment, Phase};
+use crate::history::History;
+use crate::model::Millis;
+use crate::pipeline::Analyzed;
+
+/// Slots re-analysed before the position when a replay moves backwards.
+const ANALYSIS_CONTEXT: u64 = 60;
+
+/// A forecast as shown: seconds from the time on screen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Eta {
+    pub low_s: f64,
+    pub eta_s: f64,
+    /// `None`: growth may stop before it is full.
+    pub high_s: Option<f64>,
+}
+
+impl Eta {
+    /// "~2m10s (1m50s–2m20s)", or "~2m10s (≥1m50s)" when it may not fill.
+    /// Rounded to a step that grows with the time (1 s under a minute, 10 s
+    /// under ten, then minutes), as precise as a forecast is, and steady on
+    /// screen.
+    pub fn describe(&self) -> String {
+        use crate::model::units::duration_short as d;
+        let step = |s: f64| -> f64 {
+            if s < 60.0 {
+                1.0
+            } else if s < 600.0 {
+                10.0
+            } else if s < 3600.0 {
+                60.0
+            } else {
+                600.0
+            }
+        };
+        let r = |s: f64, f: fn(f64) -> f64| (f(s / step(s)) * step(s)) as u64;
+        let eta = d(r(self.eta_s, f64::round));
+        let low = d(r(self.low_s, f64::floor));
+        match self.high_s {
+            Some(h) => format!("~{eta} ({low}–{})", d(r(h, f64::ceil))),
+            None => format!("~{eta} (≥{low})"),
+        }
+    }
+
+    /// Sure to be full within `secs`: even the latest end is sooner.
+    pub fn surely_within(&self, secs: f64) -> bool {
+        self.high_s.is_some_and(|h| h < secs)
+    }
+
+    pub(crate) fn of(f: &crate::analysis::Forecast, now_ms: Millis) -> Eta {
+        let age = now_ms.saturating_sub(f.made_ms) as f64 / 1000.0;
+        Eta {
+            low_s: (f.low_s - age).max(0.0),
+            eta_s: (f.eta_s - age).max(0.0),
+            high_s: f.high_s.map(|h| (h - age).max(0.0)),
+        }
+    }
+}
+
+/// What the analysis says about a GPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuInsight {
+    /// Growth of used memory, bytes/s.
+    pub rate_bps: f64,
+    pub phase: Phase,
+    /// When it will be full, when growth is sustained.
+    pub full_in: Option<Eta>,
+}
+
+/// What the analysis says about a process.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcInsight {
+    pub rate_bps: f64,
+    pub phase: Phase,
+    pub leak: bool,
+    /// When it reaches the GPU's free memory.
+    pub full_in: Option<Eta>,
+}
+
+/// Where the App's analysis figures come from.
+pub(crate) enum Insight {
+    /// The pipeline's newest analysed snapshot.
+    Live(Option<Arc<Analyzed>>),
+    /// An analyzer over the recording, at `analyzed_to`.
+    Replay {
+        analyzer: Box<Analyzer>,
+        assessment: Assessment,
+        analyzed_to: Option<Millis>,
+    },
+}
+
+impl Insight {
+    pub(crate) fn replay(cfg: &AnalysisConfig) -> Insight {
+        Insight::Replay {
+            analyzer: Box::new(Analyzer::new(cfg)),
+            assessment: Assessment::default(),
+            analyzed_to: None,
+        }
+    }
+
+    /// The assessment shown, and the time it is of.
+    pub(crate) fn current(&self) -> Option<(&Assessment, Millis)> {
+        match self {
+            Insight::Live(Some(a)) => Some((&a.assessment, a.snapshot.t_ms)),
+            Insight::Live(None) => None,
+            Insight::Replay {
+                assessment,
+                analyzed_to: Some(t),
+                ..
+            } => Some((assessment, *t)),
+            Insight::Replay { .. } => None,
+        }
+    }
+
+    /// Forgets where a replay's analysis was (History was reloaded).
+    pub(crate) fn invalidate(&mut self) {
+        if let Insight::Replay { analyzed_to, .. } = self {
+            *analyzed_to = None;
+        }
+    }
+
+    /// Brings a replay's analysis to `slot` of `history`: forward from
+    /// where it was, or afresh over the loaded window before it.
+    pub(crate) fn sync(&mut self, history: &History, slot: u64) {
+        let Insight::Replay {
+            analyzer,
+            assessment,
+            analyzed_to,
+        } = self
+        else {
+            return;
+        };
+        let Some(t) = history.time_at(slot) else {
+            return;
+        };
+        if *analyzed_to == Some(t) {
+            return;
+        }
+        let from = match analyzed_to.and_then(|a| history.slot_at_time(a)) {
+            Some(done) if *analyzed_to < Some(t) && done >= history.first_slot() => done + 1,
+            _ => {
+                // Afresh: a minute before the slot is enough for the rate
+                // window (30 s) and a leak flag (20 s), and keeps stepping
+                // back through a big node's recording quick.
+                analyzer.reset();
+                slot.saturating_sub(ANALYSIS_CONTEXT)
+                    .max(history.first_slot())
+            }
+        };
+        for s in from..=slot {
+            if let Some(snap) = history.snapshot_at(s) {
+                // A replay's alerts are the recording's own events.
+                let _ = analyzer.observe(&snap);
+            }
+        }
+        *assessment = analyzer.assessment(t);
+        *analyzed_to = Some(t);
+    }
+}

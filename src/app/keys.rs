@@ -1,0 +1,260 @@
+//! Keys and the mouse: what each intent does on each screen.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
+
+use super::rows::Row;
+use super::view::{Dialog, Pane, Screen, Signal};
+use super::{Action, App, Detail};
+use crate::config::keys::Action as Intent;
+
+impl App {
+    pub(super) fn on_key(&mut self, k: KeyEvent) -> Option<Action> {
+        if k.kind == KeyEventKind::Release {
+            return None;
+        }
+        if self.dialog.is_some() {
+            return self.on_dialog_key(k);
+        }
+        if self.table.filter_editing {
+            self.on_filter_key(k);
+            return None;
+        }
+        let intent = self.settings.config.keys.action(&k)?;
+        if self.nav.screen() == Screen::Help {
+            return self.on_help_intent(intent);
+        }
+        self.on_intent(intent)
+    }
+
+    fn on_help_intent(&mut self, intent: Intent) -> Option<Action> {
+        match intent {
+            Intent::Quit => return Some(Action::Quit),
+            Intent::Help | Intent::Back | Intent::Enter => {
+                self.nav.pop();
+                self.help_scroll = 0;
+            }
+            Intent::Up | Intent::PageUp | Intent::Home | Intent::First => {
+                let d = if intent == Intent::Up { 1 } else { u16::MAX };
+                self.help_scroll = self.help_scroll.saturating_sub(d);
+            }
+            Intent::Down | Intent::PageDown | Intent::End | Intent::Last => {
+                let d = if intent == Intent::Down { 1 } else { 10 };
+                let max = super::help::line_count(&self.settings.config.keys) as u16;
+                self.help_scroll = (self.help_scroll + d).min(max.saturating_sub(1));
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn on_dialog_key(&mut self, k: KeyEvent) -> Option<Action> {
+        let confirm = matches!(
+            k.code,
+            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter
+        );
+        let cancel = matches!(
+            k.code,
+            KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc
+        ) || self.settings.config.keys.action(&k) == Some(Intent::Back);
+        if confirm {
+            let Some(Dialog::ConfirmSignal { id, signal, .. }) = self.dialog.take() else {
+                return None;
+            };
+            return Some(Action::Signal { id, signal });
+        }
+        if cancel {
+            self.dialog = None;
+        }
+        None
+    }
+
+    fn on_intent(&mut self, intent: Intent) -> Option<Action> {
+        let page = self.table_height().max(1) as isize;
+        match intent {
+            Intent::Quit => return Some(Action::Quit),
+            Intent::Help => self.nav.push(Screen::Help),
+            Intent::Up => self.on_arrow(-1),
+            Intent::Down => self.on_arrow(1),
+            Intent::PageUp => self.move_selection(-page),
+            Intent::PageDown => self.move_selection(page),
+            Intent::First => self.move_selection(isize::MIN / 2),
+            Intent::Last => self.move_selection(isize::MAX / 2),
+            Intent::Home | Intent::End => {
+                let home = intent == Intent::Home;
+                if !self.seek_end(home) {
+                    self.move_selection(if home { isize::MIN / 2 } else { isize::MAX / 2 });
+                }
+            }
+            Intent::Enter => return self.on_enter(),
+            Intent::Back => self.on_back(),
+            Intent::Filter => {
+                if self.nav.screen() == Screen::Overview {
+                    self.start_filter();
+                }
+            }
+            Intent::SortNext | Intent::SortNextColumn => self.cycle_sort(true),
+            Intent::SortPrev => self.cycle_sort(false),
+            Intent::InvertSort => self.invert_sort(),
+            Intent::Pause => self.toggle_pause(),
+            Intent::StepBack => {
+                self.step(-1);
+                self.stop_playing();
+            }
+            Intent::StepForward => self.step_forward(),
+            Intent::PrevEvent | Intent::NextEvent => {
+                if !self.jump_to_event(intent == Intent::NextEvent) {
+                    self.say("no more events that way".into(), true);
+                }
+            }
+            Intent::Faster | Intent::Slower => self.change_speed(intent == Intent::Faster),
+            Intent::Record => {
+                if self.replaying() {
+                    self.say(
+                        "recording is for live monitoring; this is a replay".into(),
+                        false,
+                    );
+                } else {
+                    return Some(Action::ToggleRecording);
+                }
+            }
+            Intent::Terminate => self.ask_signal(Signal::Term),
+            Intent::Kill => self.ask_signal(Signal::Kill),
+            Intent::NextPane => {
+                if self.nav.screen() == Screen::Overview {
+                    self.nav.focus = match self.nav.focus {
+                        Pane::Gpus => Pane::Procs,
+                        Pane::Procs => Pane::Gpus,
+                    };
+                }
+            }
+            Intent::Events => {
+                self.nav.show_events = !self.nav.show_events;
+                self.keep_selection_visible();
+            }
+            Intent::Suspend => return Some(Action::Suspend),
+        }
+        None
+    }
+
+    /// Up/Down: the table's selection, or the GPU in the GPU pane and view.
+    fn on_arrow(&mut self, d: isize) {
+        match (self.nav.screen(), self.nav.focus) {
+            (Screen::Overview, Pane::Procs) => self.move_selection(d),
+            (Screen::Overview, Pane::Gpus) | (Screen::Gpu(_), _) => {
+                let n = self.settings.system.gpus.len().max(1) as isize;
+                let g = (self.nav.selected_gpu as isize + d).clamp(0, n - 1) as usize;
+                self.nav.selected_gpu = g;
+                if let Screen::Gpu(_) = self.nav.screen() {
+                    self.nav.replace(Screen::Gpu(g));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_enter(&mut self) -> Option<Action> {
+        match (self.nav.screen(), self.nav.focus) {
+            (Screen::Overview, Pane::Procs) => {
+                let id = self.table.selected?;
+                self.nav.push(Screen::Process(id));
+                self.detail = Detail::default();
+                Some(Action::Inspect(id))
+            }
+            (Screen::Overview, Pane::Gpus) => {
+                self.nav.push(Screen::Gpu(self.nav.selected_gpu));
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Esc: clear the filter, else back one screen, else back to live.
+    fn on_back(&mut self) {
+        if self.nav.screen() == Screen::Overview && self.clear_filter() {
+            return;
+        }
+        if !self.nav.pop() && self.paused() {
+            self.cursor = None;
+            self.fix_selection();
+        }
+    }
+
+    fn step_forward(&mut self) {
+        if self.paused() && self.cursor == self.history.last_slot() {
+            // Stepping past the newest sample returns to live.
+            self.cursor = None;
+        } else {
+            self.step(1);
+            self.stop_playing();
+        }
+    }
+
+    pub(super) fn on_mouse(&mut self, m: MouseEvent) -> Option<Action> {
+        if !self.settings.config.display.mouse || self.nav.screen() != Screen::Overview {
+            return None;
+        }
+        match m.kind {
+            MouseEventKind::ScrollDown => self.move_selection(3),
+            MouseEventKind::ScrollUp => self.move_selection(-3),
+            MouseEventKind::Down(MouseButton::Left) => {
+                let area = super::layout::table_body(
+                    self.nav.size,
+                    self.settings.system.gpus.len(),
+                    self.nav.show_events,
+                    self.replaying(),
+                );
+                if m.row >= area.y && m.row < area.y + area.height {
+                    let i = self.table.offset + (m.row - area.y) as usize;
+                    if let Some(id) = self.rows().get(i).map(Row::id) {
+                        self.table.selected = Some(id);
+                        self.nav.focus = Pane::Procs;
+                    }
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// Opens the confirm dialog for `signal` to the process shown or selected.
+    fn ask_signal(&mut self, signal: Signal) {
+        if self.settings.read_only {
+            self.say(
+                "read-only mode: terminate and kill are disabled".into(),
+                false,
+            );
+            return;
+        }
+        if self.replaying() {
+            self.say("cannot signal processes in a replay".into(), false);
+            return;
+        }
+        let id = match self.nav.screen() {
+            Screen::Process(id) => Some(id),
+            _ => self.table.selected,
+        };
+        let Some(id) = id else {
+            self.say("no process selected".into(), false);
+            return;
+        };
+        let Some(s) = self.history.process(&id) else {
+            return;
+        };
+        if s.last_slot != self.history.last_slot().unwrap_or(0) {
+            self.say(format!("PID {} has exited", id.key.pid), false);
+            return;
+        }
+        let start_ms = if id.key.start_time > 0 {
+            id.key.start_time * 1000
+        } else {
+            s.first_seen_ms
+        };
+        self.dialog = Some(Dialog::ConfirmSignal {
+            id,
+            signal,
+            user: s.facts.user.as_deref().unwrap_or("?").to_owned(),
+            command: s.facts.label().to_owned(),
+            age_s: self.now_ms.saturating_sub(start_ms) / 1000,
+        });
+    }
+}

@@ -1,0 +1,134 @@
+//! The process table's selection, scrolling, sort and filter.
+
+use super::App;
+use super::rows::Row;
+use super::view::Sort;
+use crate::config::Column;
+use crate::history::ProcId;
+
+impl App {
+    /// Keeps a valid selection: the same process if it is still listed,
+    /// else the row at the same place.
+    pub(super) fn fix_selection(&mut self) {
+        let ids: Vec<ProcId> = self.rows().iter().map(Row::id).collect();
+        if ids.is_empty() {
+            self.table.selected = None;
+            self.table.offset = 0;
+            return;
+        }
+        if self.table.selected.is_none_or(|s| !ids.contains(&s)) {
+            let i = self.table.offset.min(ids.len() - 1);
+            self.table.selected = Some(ids[i]);
+        }
+        self.keep_selection_visible();
+    }
+
+    pub(super) fn keep_selection_visible(&mut self) {
+        let rows = self.rows();
+        let n = rows.len();
+        let sel = self.selected_index(&rows).unwrap_or(0);
+        drop(rows);
+        let h = self.table_height().max(1);
+        let t = &mut self.table;
+        if sel < t.offset {
+            t.offset = sel;
+        } else if sel >= t.offset + h {
+            t.offset = sel + 1 - h;
+        }
+        t.offset = t.offset.min(n.saturating_sub(h));
+    }
+
+    pub(super) fn move_selection(&mut self, delta: isize) {
+        let rows = self.rows();
+        if rows.is_empty() {
+            return;
+        }
+        let cur = self.selected_index(&rows).unwrap_or(0) as isize;
+        let next = (cur + delta).clamp(0, rows.len() as isize - 1) as usize;
+        let id = rows[next].id();
+        drop(rows);
+        self.table.selected = Some(id);
+        self.keep_selection_visible();
+    }
+
+    /// `s`/`>` (forward) and `<` (back) through the columns shown at the
+    /// current width.
+    pub(super) fn cycle_sort(&mut self, forward: bool) {
+        let cols: Vec<Column> =
+            super::layout::sortable_columns(&self.settings.config.display.columns, self.nav.size.0);
+        if cols.is_empty() {
+            return;
+        }
+        let d = if forward { 1 } else { -1 };
+        // From a column no longer shown, start at either end.
+        let i = cols
+            .iter()
+            .position(|c| *c == self.table.sort.column)
+            .map_or(if d > 0 { -1 } else { 0 }, |i| i as isize);
+        let n = cols.len() as isize;
+        let next = cols[((i + d).rem_euclid(n)) as usize];
+        // Numbers sort biggest first, names A to Z.
+        let descending = !matches!(
+            next,
+            Column::User
+                | Column::Container
+                | Column::Command
+                | Column::Kind
+                | Column::Gpu
+                | Column::Pid
+        );
+        self.table.sort = Sort {
+            column: next,
+            descending,
+        };
+        self.keep_selection_visible();
+    }
+
+    pub(super) fn invert_sort(&mut self) {
+        self.table.sort.descending = !self.table.sort.descending;
+        self.keep_selection_visible();
+    }
+
+    /// A key while the filter line has the keyboard.
+    pub(super) fn on_filter_key(&mut self, k: crossterm::event::KeyEvent) {
+        use crossterm::event::{KeyCode, KeyModifiers};
+        let f = &mut self.table;
+        match k.code {
+            KeyCode::Enter => f.filter_editing = false,
+            KeyCode::Esc => {
+                f.filter_editing = false;
+                f.filter.clear();
+            }
+            KeyCode::Backspace => {
+                f.filter.pop();
+            }
+            KeyCode::Char(c) if !k.modifiers.contains(KeyModifiers::CONTROL) => {
+                // At most 64 characters; more are ignored.
+                let room = f.filter.chars().count() < 64;
+                f.filter.extend(room.then_some(c));
+            }
+            KeyCode::Char('c') => {
+                f.filter_editing = false;
+                f.filter.clear();
+            }
+            _ => {}
+        }
+        self.table.offset = 0;
+        self.fix_selection();
+    }
+
+    pub(super) fn start_filter(&mut self) {
+        self.table.filter_editing = true;
+        self.nav.focus = super::Pane::Procs;
+    }
+
+    /// Clears the filter; false when there was none.
+    pub(super) fn clear_filter(&mut self) -> bool {
+        if self.table.filter.is_empty() {
+            return false;
+        }
+        self.table.filter.clear();
+        self.fix_selection();
+        true
+    }
+}

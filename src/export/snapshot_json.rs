@@ -1,0 +1,57 @@
+//! The snapshot as one JSON document (`vramwatch snapshot --json` and
+//! `GET /snapshot`; docs/snapshot-json.md).
+
+use serde_json::{Value, json};
+
+use crate::model::{Snapshot, SystemInfo};
+
+/// Identifies the JSON document's layout; bumped on breaking changes.
+pub const SNAPSHOT_SCHEMA: &str = "vramwatch.snapshot/1";
+
+/// The JSON document: system facts, the snapshot, and per-GPU unaccounted
+/// memory (device used minus the sum of its processes).
+pub fn to_json(system: &SystemInfo, snap: &Snapshot) -> Value {
+    let mut gpus = serde_json::to_value(&snap.gpus).unwrap_or(Value::Null);
+    if let Value::Array(list) = &mut gpus {
+        for (v, g) in list.iter_mut().zip(&snap.gpus) {
+            if let Value::Object(o) = v {
+                o.insert("unaccounted".into(), json!(g.unaccounted(&snap.procs)));
+            }
+        }
+    }
+    json!({
+        "schema": SNAPSHOT_SCHEMA,
+        "vramwatch_version": env!("CARGO_PKG_VERSION"),
+        "system": system,
+        "seq": snap.seq,
+        "t_ms": snap.t_ms,
+        "gpus": gpus,
+        "procs": snap.procs,
+        "events": snap.events,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::units::MIB;
+    use crate::source::sim::SimWorld;
+
+    const T0: u64 = 1_764_000_000_000;
+
+    fn demo() -> (std::sync::Arc<SystemInfo>, Snapshot) {
+        let w = SimWorld::new("demo", 1, T0).unwrap();
+        (w.info(), w.snapshot(0, T0 + 30_000, "me"))
+    }
+
+    #[test]
+    fn json_carries_schema_system_and_unaccounted() {
+        let (sys, snap) = demo();
+        let v = to_json(&sys, &snap);
+        assert_eq!(v["schema"], SNAPSHOT_SCHEMA);
+        assert_eq!(v["system"]["gpus"].as_array().unwrap().len(), 4);
+        assert_eq!(v["gpus"][0]["mem"]["total"], 143_771 * MIB);
+        assert!(v["gpus"][2]["unaccounted"].as_u64().unwrap() >= 2048 * MIB);
+        assert_eq!(v["procs"].as_array().unwrap().len(), snap.procs.len());
+    }
+}

@@ -1,0 +1,446 @@
+//! Readings become snapshots: the [`Assembler`] folds every lane's readings
+//! into per-GPU state and makes a [`Snapshot`] of it per round. Pure: the
+//! live sampler, `vramwatch snapshot` ([`sample_once`]) and the simulator's
+//! whole-node snapshots share it.
+
+use std::collections::HashMap;
+use std::thread;
+use std::time::Duration;
+
+use crate::model::{Event, EventKind, GpuSample, GpuState, Millis, ProcSample, Snapshot, now_ms};
+use crate::source::sim::SimWorld;
+use crate::source::{
+    FastReading, NormalReading, ProbeError, ProcUtil, ProcUtilRead, SlowReading, Source,
+};
+
+/// What is known about one GPU between two snapshots.
+#[derive(Debug, Default)]
+struct GpuSlot {
+    normal: Option<NormalReading>,
+    /// Memory from the newest read of any lane.
+    fast: Option<FastReading>,
+    slow: Option<SlowReading>,
+    util: HashMap<u32, ProcUtil>,
+    util_supported: bool,
+    lost: Option<String>,
+    fresh: bool,
+    /// Peaks of every memory read since the last snapshot.
+    peaks: Peaks,
+    xids: Vec<u64>,
+    lag_ms: u32,
+}
+
+/// Folds lane readings into per-GPU state and makes snapshots of it. Pure:
+/// the sampler, `vramwatch snapshot` and the simulator's tests share it.
+#[derive(Debug)]
+pub struct Assembler {
+    gpus: Vec<GpuSlot>,
+}
+
+impl Assembler {
+    pub fn new(gpu_count: usize) -> Assembler {
+        Assembler {
+            gpus: (0..gpu_count).map(|_| GpuSlot::default()).collect(),
+        }
+    }
+
+    fn mark_lost(slot: &mut GpuSlot, e: ProbeError) {
+        let ProbeError::Lost { reason, .. } = e;
+        slot.lost = Some(reason);
+        slot.fresh = true;
+    }
+
+    pub fn fold_fast(&mut self, gpu: usize, r: Result<FastReading, ProbeError>) {
+        let Some(slot) = self.gpus.get_mut(gpu) else {
+            return;
+        };
+        match r {
+            Ok(f) => {
+                slot.peaks.add_reading(&f);
+                slot.fast = Some(f);
+                slot.lost = None;
+            }
+            Err(e) => Self::mark_lost(slot, e),
+        }
+    }
+
+    pub fn fold_normal(&mut self, gpu: usize, r: Result<NormalReading, ProbeError>) {
+        self.fold_normal_after(gpu, r, 0);
+    }
+
+    /// As [`Assembler::fold_normal`], noting the read finished `lag_ms` after
+    /// its round began.
+    pub fn fold_normal_after(
+        &mut self,
+        gpu: usize,
+        r: Result<NormalReading, ProbeError>,
+        lag_ms: u32,
+    ) {
+        let Some(slot) = self.gpus.get_mut(gpu) else {
+            return;
+        };
+        match r {
+            Ok(mut n) => {
+                slot.peaks.add_reading(&n.fast);
+                match std::mem::take(&mut n.proc_util) {
+                    ProcUtilRead::NotAsked => {}
+                    ProcUtilRead::Unsupported => {
+                        slot.util.clear();
+                        slot.util_supported = false;
+                    }
+                    ProcUtilRead::Samples(v) => {
+                        slot.util = v.into_iter().map(|u| (u.pid, u)).collect();
+                        slot.util_supported = true;
+                    }
+                }
+                slot.fast = Some(n.fast.clone());
+                slot.normal = Some(n);
+                slot.lost = None;
+                slot.fresh = true;
+                slot.lag_ms = lag_ms;
+            }
+            Err(e) => Self::mark_lost(slot, e),
+        }
+    }
+
+    pub fn fold_slow(&mut self, gpu: usize, r: Result<SlowReading, ProbeError>) {
+        let Some(slot) = self.gpus.get_mut(gpu) else {
+            return;
+        };
+        match r {
+            Ok(mut s) => {
+                slot.xids.append(&mut s.xids);
+                if !s.pcie_read
+                    && let Some(old) = &slot.slow
+                {
+                    // PCIe is read less often: keep the last figures.
+                    s.pcie_rx_kbs = old.pcie_rx_kbs;
+                    s.pcie_tx_kbs = old.pcie_tx_kbs;
+                }
+                slot.slow = Some(s);
+            }
+            Err(e) => Self::mark_lost(slot, e),
+        }
+    }
+
+    /// The snapshot of what is known now; starts the next peak interval.
+    pub fn publish(&mut self, seq: u64, t_ms: Millis) -> Snapshot {
+        let mut gpus = Vec::with_capacity(self.gpus.len());
+        let mut procs = Vec::new();
+        let mut events = Vec::new();
+        for (i, slot) in self.gpus.iter_mut().enumerate() {
+            let index = i as u32;
+            let state = if slot.lost.is_some() {
+                GpuState::Lost
+            } else if slot.fresh {
+                GpuState::Ok
+            } else {
+                GpuState::Stale
+            };
+            let mut g = GpuSample {
+                index,
+                state,
+                ..Default::default()
+            };
+            for xid in slot.xids.drain(..) {
+                events.push(Event {
+                    t_ms,
+                    kind: EventKind::Xid,
+                    gpu: Some(index),
+                    pid: None,
+                    message: format!("XID {xid} on GPU {index}"),
+                });
+            }
+            if state != GpuState::Lost {
+                if let Some(n) = &slot.normal {
+                    g.bar1 = n.bar1;
+                    g.util_gpu = n.util_gpu;
+                    g.util_mem = n.util_mem;
+                    g.temp_c = n.temp_c;
+                    g.power_mw = n.power_mw;
+                    g.power_limit_mw = n.power_limit_mw;
+                    g.sm_clock_mhz = n.sm_clock_mhz;
+                    g.mem_clock_mhz = n.mem_clock_mhz;
+                    g.fan_pct = n.fan_pct;
+                    g.pstate = n.pstate;
+                }
+                if let Some(s) = &slot.slow {
+                    g.pcie_rx_kbs = s.pcie_rx_kbs;
+                    g.pcie_tx_kbs = s.pcie_tx_kbs;
+                    g.energy_mj = s.energy_mj;
+                    g.ecc_volatile = s.ecc_volatile;
+                }
+                if let Some(f) = &slot.fast {
+                    g.mem = f.mem;
+                    g.mem_peak = slot.peaks.used.or(f.mem.map(|m| m.used));
+                    g.mem_reads = slot.peaks.reads;
+                    for p in &f.procs {
+                        let util = slot.util.get(&p.pid);
+                        let idle = slot.util_supported.then_some(0);
+                        procs.push(ProcSample {
+                            pid: p.pid,
+                            gpu: index,
+                            kind: p.kind,
+                            mem: p.mem,
+                            mem_peak: slot.peaks.procs.get(&p.pid).copied().or(p.mem),
+                            sm_util: util.and_then(|u| u.sm).or(idle),
+                            mem_util: util.and_then(|u| u.mem).or(idle),
+                            enc_util: util.and_then(|u| u.enc).or(idle),
+                            dec_util: util.and_then(|u| u.dec).or(idle),
+                            ..Default::default()
+                        });
+                    }
+                }
+                g.lag_ms = slot.lag_ms;
+            }
+            slot.fresh = false;
+            slot.peaks = Peaks::default();
+            gpus.push(g);
+        }
+        Snapshot {
+            seq,
+            t_ms,
+            gpus,
+            procs,
+            events,
+        }
+    }
+}
+
+/// Fast-lane reads between two normal reads, kept by the GPU's own thread
+/// and handed over with the normal read: the fast lane costs one thread
+/// wake-up per read, nothing on the async side.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Peaks {
+    pub used: Option<u64>,
+    pub reads: u32,
+    pub procs: HashMap<u32, u64>,
+    pub lost: Option<String>,
+}
+
+impl Peaks {
+    pub fn add(&mut self, r: &Result<FastReading, ProbeError>) {
+        match r {
+            Ok(f) => self.add_reading(f),
+            Err(ProbeError::Lost { reason, .. }) => self.lost = Some(reason.clone()),
+        }
+    }
+
+    /// Folds one memory read: device and per-process maxima, and the count.
+    fn add_reading(&mut self, f: &FastReading) {
+        if let Some(m) = f.mem {
+            self.add_used(m.used, 1);
+        }
+        for p in &f.procs {
+            if let Some(b) = p.mem {
+                self.add_proc(p.pid, b);
+            }
+        }
+    }
+
+    fn add_used(&mut self, used: u64, reads: u32) {
+        self.used = Some(self.used.map_or(used, |p| p.max(used)));
+        self.reads += reads;
+    }
+
+    fn add_proc(&mut self, pid: u32, bytes: u64) {
+        let e = self.procs.entry(pid).or_insert(bytes);
+        *e = (*e).max(bytes);
+    }
+}
+
+impl Assembler {
+    /// Folds a worker's fast-lane peaks into the current interval.
+    pub fn fold_peaks(&mut self, gpu: usize, p: Peaks) {
+        let Some(slot) = self.gpus.get_mut(gpu) else {
+            return;
+        };
+        match p.used {
+            Some(u) => slot.peaks.add_used(u, p.reads),
+            None => slot.peaks.reads += p.reads,
+        }
+        for (pid, b) in p.procs {
+            slot.peaks.add_proc(pid, b);
+        }
+        if let Some(reason) = p.lost {
+            slot.lost = Some(reason);
+            slot.fresh = true;
+        }
+    }
+}
+
+/// Reads every lane of every GPU once, each GPU on its own thread, plus
+/// host facts: what `vramwatch snapshot` prints. CPU % of the processes is
+/// measured over at least `cpu_window`.
+pub fn sample_once(source: &dyn Source, cpu_window: Duration) -> Snapshot {
+    let n = source.system().gpus.len();
+    let mut host = source.host_facts();
+    let t = now_ms();
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let mut probe = source.probe(i);
+            thread::spawn(move || {
+                let first = probe.fast(t);
+                let normal = probe.normal(t, true);
+                let slow = probe.slow(t, true);
+                (first, normal, slow)
+            })
+        })
+        .collect();
+    let mut asm = Assembler::new(n);
+    let mut pids = Vec::new();
+    for (i, h) in handles.into_iter().enumerate() {
+        match h.join() {
+            Ok((first, normal, slow)) => {
+                if let Ok(f) = &first {
+                    pids.extend(f.procs.iter().map(|p| p.pid));
+                }
+                asm.fold_normal(i, normal);
+                asm.fold_slow(i, slow);
+            }
+            Err(_) => asm.fold_normal(
+                i,
+                Err(ProbeError::Lost {
+                    index: i as u32,
+                    reason: "reader thread panicked".into(),
+                }),
+            ),
+        }
+    }
+    let mut snap = asm.publish(0, t);
+    if host.prime(&pids) {
+        thread::sleep(cpu_window);
+    }
+    host.enrich(t, &mut snap.procs);
+    snap
+}
+
+impl SimWorld {
+    /// The snapshot of the whole simulated node at `t_ms` (every lane, host
+    /// facts), for tests and benchmarks that need no sampler. Defined here
+    /// rather than in `source::sim` because assembling readings is the
+    /// sampler's job.
+    pub fn snapshot(&self, seq: u64, t_ms: Millis, me: &str) -> Snapshot {
+        let mut asm = Assembler::new(self.info().gpus.len());
+        for g in 0..self.info().gpus.len() {
+            let (normal, slow) = self.readings(g as u32, t_ms);
+            asm.fold_normal(g, Ok(normal));
+            asm.fold_slow(g, Ok(slow));
+        }
+        let mut snap = asm.publish(seq, t_ms);
+        self.enrich(t_ms, me, &mut snap.procs);
+        snap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::units::GIB;
+    use crate::model::{MemInfo, ProcKind};
+    use crate::source::ProcMem;
+
+    fn fast(used: u64, procs: &[(u32, u64)]) -> FastReading {
+        FastReading {
+            mem: Some(MemInfo {
+                used,
+                reserved: 0,
+                free: 100 * GIB - used,
+                total: 100 * GIB,
+            }),
+            procs: procs
+                .iter()
+                .map(|&(pid, mem)| ProcMem {
+                    pid,
+                    kind: ProcKind::Compute,
+                    mem: Some(mem),
+                })
+                .collect(),
+        }
+    }
+
+    fn normal(used: u64, procs: &[(u32, u64)], util: ProcUtilRead) -> NormalReading {
+        NormalReading {
+            fast: fast(used, procs),
+            util_gpu: Some(50),
+            proc_util: util,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn fast_reads_between_snapshots_feed_the_peak() {
+        let mut a = Assembler::new(1);
+        a.fold_fast(0, Ok(fast(10 * GIB, &[(1, 10 * GIB)])));
+        a.fold_fast(0, Ok(fast(40 * GIB, &[(1, 40 * GIB)])));
+        a.fold_normal(
+            0,
+            Ok(normal(12 * GIB, &[(1, 12 * GIB)], ProcUtilRead::NotAsked)),
+        );
+        let s = a.publish(0, 1000);
+        assert_eq!(s.gpus[0].mem.unwrap().used, 12 * GIB);
+        assert_eq!(s.gpus[0].mem_peak, Some(40 * GIB));
+        assert_eq!(s.gpus[0].mem_reads, 3);
+        assert_eq!(s.procs[0].mem_peak, Some(40 * GIB));
+        // The next interval starts afresh.
+        a.fold_normal(
+            0,
+            Ok(normal(11 * GIB, &[(1, 11 * GIB)], ProcUtilRead::NotAsked)),
+        );
+        let s = a.publish(1, 2000);
+        assert_eq!(s.gpus[0].mem_peak, Some(11 * GIB));
+        assert_eq!(s.procs[0].mem_peak, Some(11 * GIB));
+    }
+
+    #[test]
+    fn process_utilisation_is_kept_between_reads_and_missing_means_idle() {
+        let mut a = Assembler::new(1);
+        let u = ProcUtil {
+            pid: 1,
+            sm: Some(80),
+            mem: Some(20),
+            enc: Some(0),
+            dec: Some(0),
+        };
+        a.fold_normal(
+            0,
+            Ok(normal(
+                GIB,
+                &[(1, GIB), (2, GIB)],
+                ProcUtilRead::Samples(vec![u]),
+            )),
+        );
+        let s = a.publish(0, 0);
+        assert_eq!(s.procs[0].sm_util, Some(80));
+        assert_eq!(
+            s.procs[1].sm_util,
+            Some(0),
+            "listed without a sample = idle"
+        );
+        a.fold_normal(0, Ok(normal(GIB, &[(1, GIB)], ProcUtilRead::NotAsked)));
+        assert_eq!(a.publish(1, 1).procs[0].sm_util, Some(80));
+        a.fold_normal(0, Ok(normal(GIB, &[(1, GIB)], ProcUtilRead::Unsupported)));
+        assert_eq!(a.publish(2, 2).procs[0].sm_util, None, "unsupported = N/A");
+    }
+
+    #[test]
+    fn a_lost_gpu_is_marked_and_the_others_stay_live() {
+        let mut a = Assembler::new(2);
+        a.fold_normal(0, Ok(normal(GIB, &[], ProcUtilRead::NotAsked)));
+        a.fold_normal(
+            1,
+            Err(ProbeError::Lost {
+                index: 1,
+                reason: "GpuLost".into(),
+            }),
+        );
+        let s = a.publish(0, 0);
+        assert_eq!(s.gpus[0].state, GpuState::Ok);
+        assert_eq!(s.gpus[1].state, GpuState::Lost);
+        assert_eq!(s.gpus[1].mem, None);
+        // No read this round: stale, last values kept.
+        let s = a.publish(1, 1);
+        assert_eq!(s.gpus[0].state, GpuState::Stale);
+        assert_eq!(s.gpus[0].mem.unwrap().used, GIB);
+    }
+}

@@ -1,0 +1,409 @@
+//! The sampler: the first stage of the pipeline (docs/ARCHITECTURE.md).
+//!
+//! One async task owns the schedule ([`schedule`]); every probe call runs on
+//! a thread of its own ([`workers`]: one per GPU for the fast and normal
+//! lanes, one per GPU for the slow lane, one for host facts), so a slow call
+//! on one GPU never delays another GPU's sample. Readings fold into an
+//! [`assemble::Assembler`]; each normal round becomes one snapshot, which
+//! goes through the host-facts thread and then out, **in order**: every
+//! snapshot leaves with a `seq` greater than the one before, and
+//! [`events::diff_events`] always compares a snapshot with the one just
+//! before it.
+
+pub mod assemble;
+pub mod events;
+pub mod schedule;
+mod workers;
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+pub use assemble::{Assembler, Peaks, sample_once};
+pub use events::{OOM_NEAR_FULL_PCT, diff_events};
+pub use schedule::{Schedule, wants_burst};
+
+use crate::model::{Millis, Snapshot, SystemInfo, now_ms};
+use crate::source::Source;
+use workers::{Reply, Request, Worker, spawn_host, spawn_worker};
+
+/// A running sampler. Dropping it stops the schedule: the snapshots already
+/// assembled still come out (in order), then the stream ends; worker threads
+/// end when their current call returns.
+pub struct Sampler {
+    pub system: Arc<SystemInfo>,
+    pub schedule: Schedule,
+    _stop: watch::Sender<bool>,
+}
+
+impl Sampler {
+    /// Starts sampling `source` on `schedule`; must be called inside a tokio
+    /// runtime. Every snapshot comes out on the returned stream, in order
+    /// and none twice; the stream ends after the sampler is dropped.
+    pub fn spawn(
+        source: Box<dyn Source>,
+        schedule: Schedule,
+    ) -> (Sampler, mpsc::UnboundedReceiver<Arc<Snapshot>>) {
+        let system = source.system();
+        let (out, stream) = mpsc::unbounded_channel();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (reply_tx, reply_rx) = mpsc::unbounded_channel();
+        let n = system.gpus.len();
+        let main: Vec<_> = (0..n)
+            .map(|i| {
+                let w = spawn_worker(
+                    format!("vw-gpu{i}"),
+                    i,
+                    source.probe(i),
+                    reply_tx.clone(),
+                    schedule.fast,
+                );
+                Worker::new(w)
+            })
+            .collect();
+        let slow: Vec<_> = if schedule.slow.is_some() {
+            (0..n)
+                .map(|i| {
+                    let w = spawn_worker(
+                        format!("vw-gpu{i}-slow"),
+                        i,
+                        source.probe(i),
+                        reply_tx.clone(),
+                        None,
+                    );
+                    Worker::new(w)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let host = HostStage::new(spawn_host(source.host_facts(), reply_tx));
+        let run = Run {
+            schedule,
+            main,
+            slow,
+            host,
+            asm: Assembler::new(n),
+            out: Publisher::new(out),
+            seq: 0,
+            bursting: vec![false; n],
+        };
+        tokio::spawn(run.run(reply_rx, stop_rx));
+        (
+            Sampler {
+                system,
+                schedule,
+                _stop: stop_tx,
+            },
+            stream,
+        )
+    }
+}
+
+/// Closed rounds not yet sent out (the one with the host thread included)
+/// beyond which the oldest goes out without host facts.
+const HOST_PENDING_MAX: usize = 2;
+
+/// The host-facts stage, kept in order. One snapshot at a time is with the
+/// host thread (with an un-enriched copy kept here); later rounds wait
+/// behind it. When the host thread is late (more than
+/// [`HOST_PENDING_MAX`] rounds not yet out), the oldest snapshot goes out
+/// without host facts rather than late, and its enriched copy is dropped
+/// when it comes back: newest wins, never out of order.
+struct HostStage {
+    tx: SyncSender<Snapshot>,
+    /// The snapshot with the host thread: its seq, and a copy without host
+    /// facts (`None` once that copy has gone out).
+    in_flight: Option<(u64, Option<Snapshot>)>,
+    waiting: VecDeque<Snapshot>,
+    /// Snapshots that went out without host facts because the thread was late.
+    pub(crate) late: u64,
+}
+
+impl HostStage {
+    fn new(tx: SyncSender<Snapshot>) -> HostStage {
+        HostStage {
+            tx,
+            in_flight: None,
+            waiting: VecDeque::new(),
+            late: 0,
+        }
+    }
+
+    /// A closed round: returns the snapshots that must go out now, in order.
+    fn push(&mut self, snap: Snapshot) -> Vec<Snapshot> {
+        self.waiting.push_back(snap);
+        self.pump()
+    }
+
+    /// The host thread's answer for `snap`.
+    fn back(&mut self, snap: Snapshot) -> Vec<Snapshot> {
+        let mut out = Vec::new();
+        match self.in_flight.take() {
+            // Its copy is still here: the enriched one goes out instead.
+            Some((seq, Some(_))) if seq == snap.seq => out.push(snap),
+            // Sent out without host facts already (late): drop it.
+            Some((seq, None)) if seq == snap.seq => {}
+            other => self.in_flight = other,
+        }
+        out.extend(self.pump());
+        out
+    }
+
+    /// Sends the next snapshot to an idle host thread; lets a late one go.
+    fn pump(&mut self) -> Vec<Snapshot> {
+        let mut out = Vec::new();
+        loop {
+            if self.in_flight.is_none()
+                && let Some(next) = self.waiting.pop_front()
+            {
+                let copy = next.clone();
+                let seq = next.seq;
+                match self.tx.try_send(next) {
+                    Ok(()) => self.in_flight = Some((seq, Some(copy))),
+                    // Busy or gone (it never is busy here: one at a time).
+                    Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                        out.push(copy);
+                        continue;
+                    }
+                }
+            }
+            let with_thread = self
+                .in_flight
+                .as_ref()
+                .is_some_and(|(_, copy)| copy.is_some());
+            if self.waiting.len() + usize::from(with_thread) <= HOST_PENDING_MAX {
+                return out;
+            }
+            // Late: the oldest goes out as it is.
+            self.late += 1;
+            match self.in_flight.as_mut().and_then(|(_, copy)| copy.take()) {
+                Some(copy) => out.push(copy),
+                None => out.extend(self.waiting.pop_front()),
+            }
+        }
+    }
+
+    /// On stop: whatever is still here, in order, without host facts.
+    fn drain(&mut self) -> Vec<Snapshot> {
+        let mut out: Vec<Snapshot> = self
+            .in_flight
+            .take()
+            .and_then(|(_, copy)| copy)
+            .into_iter()
+            .collect();
+        out.extend(self.waiting.drain(..));
+        out
+    }
+}
+
+/// The end of the sampler: events between consecutive snapshots, and never
+/// a snapshot out of order (anything with `seq` ≤ the last one sent is
+/// dropped).
+struct Publisher {
+    out: mpsc::UnboundedSender<Arc<Snapshot>>,
+    prev: Option<Arc<Snapshot>>,
+}
+
+impl Publisher {
+    fn new(out: mpsc::UnboundedSender<Arc<Snapshot>>) -> Publisher {
+        Publisher { out, prev: None }
+    }
+
+    /// Sends `snap` (with its events) unless it is older than the last one
+    /// sent; returns it as sent. `Err` when nobody listens any more.
+    fn send(&mut self, mut snap: Snapshot) -> Result<Option<Arc<Snapshot>>, ()> {
+        if let Some(prev) = &self.prev {
+            if snap.seq <= prev.seq {
+                return Ok(None);
+            }
+            let mut ev = diff_events(prev, &snap);
+            ev.append(&mut snap.events);
+            snap.events = ev;
+        }
+        let snap = Arc::new(snap);
+        self.prev = Some(snap.clone());
+        self.out.send(snap.clone()).map_err(|_| ())?;
+        Ok(Some(snap))
+    }
+}
+
+struct Run {
+    schedule: Schedule,
+    main: Vec<Worker>,
+    slow: Vec<Worker>,
+    host: HostStage,
+    asm: Assembler,
+    out: Publisher,
+    seq: u64,
+    /// GPUs whose fast lane runs at the burst period.
+    bursting: Vec<bool>,
+}
+
+/// One normal round in progress.
+struct Round {
+    t_ms: Millis,
+    waiting: HashSet<usize>,
+    deadline: tokio::time::Instant,
+}
+
+impl Run {
+    async fn run(
+        mut self,
+        mut replies: mpsc::UnboundedReceiver<Reply>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        use tokio::time::{MissedTickBehavior, interval};
+        let mut normal = interval(self.schedule.interval);
+        normal.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let slow_period = self.schedule.slow.unwrap_or(Duration::from_secs(3600));
+        let mut slow = interval(slow_period);
+        slow.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let util_every = self.schedule.proc_util_every();
+        let pcie_every = self.schedule.pcie_every();
+        let mut rounds = 0u64;
+        let mut slow_rounds = 0u64;
+        let mut round: Option<Round> = None;
+        // Half the interval, but never more than 500 ms: a GPU that has not
+        // answered by then is shown stale rather than holding up the others.
+        let grace = (self.schedule.interval / 2).min(Duration::from_millis(500));
+        loop {
+            let deadline = round.as_ref().map(|r| r.deadline);
+            let open = tokio::select! {
+                biased;
+                changed = stop.changed() => changed.is_ok() && !*stop.borrow(),
+                reply = replies.recv() => match reply {
+                    None => false,
+                    Some(Reply::Slow(g, r)) => {
+                        self.slow[g].answered();
+                        self.asm.fold_slow(g, r);
+                        true
+                    }
+                    Some(Reply::Normal(g, t, read, lag)) => {
+                        let (r, peaks) = *read;
+                        self.main[g].answered();
+                        self.asm.fold_peaks(g, peaks);
+                        self.asm.fold_normal_after(g, r, lag);
+                        match round.as_mut() {
+                            Some(cur) if cur.t_ms == t => {
+                                cur.waiting.remove(&g);
+                                match round.take_if(|r| r.waiting.is_empty()) {
+                                    Some(r) => self.close_round(r),
+                                    None => true,
+                                }
+                            }
+                            _ => true,
+                        }
+                    }
+                    Some(Reply::Host(snap)) => {
+                        let ready = self.host.back(snap);
+                        self.send(ready)
+                    }
+                },
+                _ = normal.tick() => {
+                    let mut open = true;
+                    if let Some(r) = round.take() {
+                        open = self.close_round(r);
+                    }
+                    let t = now_ms();
+                    let with_util = rounds.is_multiple_of(util_every);
+                    rounds += 1;
+                    let mut waiting = HashSet::new();
+                    for (i, w) in self.main.iter_mut().enumerate() {
+                        // A GPU still busy with an older normal read is
+                        // shown stale.
+                        if w.offer(Request::Normal(t, with_util), 1) {
+                            waiting.insert(i);
+                        }
+                    }
+                    let r = Round { t_ms: t, waiting, deadline: tokio::time::Instant::now() + grace };
+                    if r.waiting.is_empty() {
+                        open && self.close_round(r)
+                    } else {
+                        round = Some(r);
+                        open
+                    }
+                }
+                _ = slow.tick(), if self.schedule.slow.is_some() => {
+                    let t = now_ms();
+                    let pcie = pcie_every.is_some_and(|n| slow_rounds.is_multiple_of(n));
+                    slow_rounds += 1;
+                    for w in &mut self.slow {
+                        w.offer(Request::Slow(t, pcie), 1);
+                    }
+                    true
+                }
+                _ = sleep_until(deadline), if deadline.is_some() => match round.take() {
+                    Some(r) => self.close_round(r),
+                    None => true,
+                },
+            };
+            if !open {
+                break;
+            }
+        }
+        // Stopped: what was assembled still goes out, in order.
+        let rest = self.host.drain();
+        self.send(rest);
+    }
+
+    /// Assembles the round's snapshot and hands it to the host stage.
+    /// Returns whether anybody still listens.
+    fn close_round(&mut self, r: Round) -> bool {
+        let snap = self.asm.publish(self.seq, r.t_ms);
+        self.seq += 1;
+        let ready = self.host.push(snap);
+        self.send(ready)
+    }
+
+    /// Sends snapshots out in order and adjusts the fast lanes to them.
+    fn send(&mut self, snaps: Vec<Snapshot>) -> bool {
+        for snap in snaps {
+            match self.out.send(snap) {
+                Ok(Some(sent)) => self.adjust_bursts(&sent),
+                Ok(None) => {}
+                Err(()) => return false,
+            }
+        }
+        true
+    }
+
+    /// Speeds the fast lane up on GPUs above the burst level, and back down
+    /// once they are below it by the hysteresis ([`wants_burst`]).
+    fn adjust_bursts(&mut self, snap: &Snapshot) {
+        let (Some(fast), Some((level, burst))) = (self.schedule.fast, self.schedule.burst) else {
+            return;
+        };
+        for g in &snap.gpus {
+            let i = g.index as usize;
+            let Some(on) = self.bursting.get(i).copied() else {
+                continue;
+            };
+            let want = wants_burst(g, Some(level), on);
+            if want != on
+                && let Some(w) = self.main.get(i)
+                && w.tx
+                    .try_send(Request::FastPeriod(
+                        Some(if want { burst } else { fast }),
+                        want,
+                    ))
+                    .is_ok()
+            {
+                self.bursting[i] = want;
+            }
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,234 @@
+//! The live sampler, and its host stage's ordering.
+
+use std::time::Duration;
+
+use super::*;
+use crate::model::{EventKind, GpuState, ProcSample};
+use crate::source::sim::{SimSource, SimWorld};
+use crate::source::{GpuProbe, HostFacts};
+
+fn quick_schedule() -> Schedule {
+    Schedule {
+        interval: Duration::from_millis(200),
+        fast: Some(Duration::from_millis(20)),
+        slow: Some(Duration::from_millis(400)),
+        proc_util: Duration::from_millis(200),
+        burst: None,
+        pcie: Some(Duration::from_millis(400)),
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_live_sampler_publishes_snapshots_with_fast_lane_reads() {
+    let world = SimWorld::new("demo", 1, now_ms()).unwrap();
+    let source = SimSource::new(world, "me".into());
+    let (_sampler, mut rx) = Sampler::spawn(Box::new(source), quick_schedule());
+    let mut last = None;
+    for _ in 0..4 {
+        let s = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("a snapshot within 5 s")
+            .expect("stream open");
+        last = Some(s);
+    }
+    let s = last.unwrap();
+    assert_eq!(s.gpus.len(), 4);
+    assert!(s.seq >= 3);
+    assert!(s.gpus.iter().all(|g| g.state == GpuState::Ok));
+    assert!(
+        s.gpus[0].mem_reads >= 2,
+        "fast lane fed {} reads",
+        s.gpus[0].mem_reads
+    );
+    assert!(
+        s.procs.iter().all(|p| p.user.is_some()),
+        "host facts filled"
+    );
+}
+
+/// A source whose host facts are slow on every `every`-th call.
+struct SlowHost {
+    inner: SimSource,
+    every: u32,
+    delay: Duration,
+}
+
+struct SlowFacts {
+    inner: Box<dyn HostFacts>,
+    calls: u32,
+    every: u32,
+    delay: Duration,
+}
+
+impl HostFacts for SlowFacts {
+    fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample]) {
+        self.calls += 1;
+        if self.calls.is_multiple_of(self.every) {
+            std::thread::sleep(self.delay);
+        }
+        self.inner.enrich(t_ms, procs);
+    }
+}
+
+impl Source for SlowHost {
+    fn system(&self) -> Arc<SystemInfo> {
+        self.inner.system()
+    }
+    fn probe(&self, index: usize) -> Box<dyn GpuProbe> {
+        self.inner.probe(index)
+    }
+    fn host_facts(&self) -> Box<dyn HostFacts> {
+        Box::new(SlowFacts {
+            inner: self.inner.host_facts(),
+            calls: 0,
+            every: self.every,
+            delay: self.delay,
+        })
+    }
+}
+
+/// The events a snapshot must carry, by kind, GPU and PID, given the one
+/// before it.
+fn diff_keys(prev: &Snapshot, next: &Snapshot) -> Vec<(EventKind, Option<u32>, Option<u32>)> {
+    let mut v: Vec<_> = diff_events(prev, next)
+        .into_iter()
+        .map(|e| (e.kind, e.gpu, e.pid))
+        .collect();
+    v.sort_by_key(|k| (format!("{:?}", k.0), k.1, k.2));
+    v
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_slow_host_stage_never_reorders_snapshots_nor_invents_events() {
+    // Host facts take 2.5 intervals on every fourth round: rounds pile up
+    // behind it. What comes out must still be in order, each snapshot's
+    // events those of the one just before it.
+    let world = SimWorld::new("demo", 3, now_ms()).unwrap();
+    let source = SlowHost {
+        inner: SimSource::new(world, "me".into()),
+        every: 4,
+        delay: Duration::from_millis(125),
+    };
+    let schedule = Schedule {
+        interval: Duration::from_millis(50),
+        fast: None,
+        slow: None,
+        pcie: None,
+        proc_util: Duration::from_millis(50),
+        burst: None,
+    };
+    let (sampler, mut rx) = Sampler::spawn(Box::new(source), schedule);
+    let mut got: Vec<Arc<Snapshot>> = Vec::new();
+    while got.len() < 60 {
+        let s = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a snapshot within 10 s")
+            .expect("stream open");
+        got.push(s);
+    }
+    drop(sampler);
+    // Drain what was assembled before the stop.
+    while let Some(s) = rx.recv().await {
+        got.push(s);
+    }
+    let mut without_facts = 0;
+    for w in got.windows(2) {
+        assert!(
+            w[1].seq > w[0].seq,
+            "out of order: {} after {}",
+            w[1].seq,
+            w[0].seq
+        );
+        let carried: Vec<_> = {
+            let mut v: Vec<_> = w[1]
+                .events
+                .iter()
+                .filter(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::ProcessStarted
+                            | EventKind::ProcessExited
+                            | EventKind::SuspectedOom
+                    )
+                })
+                .map(|e| (e.kind, e.gpu, e.pid))
+                .collect();
+            v.sort_by_key(|k| (format!("{:?}", k.0), k.1, k.2));
+            v
+        };
+        assert_eq!(carried, diff_keys(&w[0], &w[1]), "seq {}", w[1].seq);
+        without_facts += usize::from(w[1].procs.iter().any(|p| p.user.is_none()));
+    }
+    // The slow rounds were real: some snapshots went out without host facts
+    // rather than late, and most had them.
+    assert!(without_facts > 0, "the host stage was never late");
+    assert!(
+        without_facts < got.len() / 2,
+        "{without_facts} of {}",
+        got.len()
+    );
+    // No process is reported started twice in a row without an exit.
+    let started = got
+        .iter()
+        .flat_map(|s| s.events.iter())
+        .filter(|e| e.kind == EventKind::ProcessStarted)
+        .count();
+    let exited = got
+        .iter()
+        .flat_map(|s| s.events.iter())
+        .filter(|e| matches!(e.kind, EventKind::ProcessExited | EventKind::SuspectedOom))
+        .count();
+    assert!(
+        started <= exited + got[0].procs.len() + 8,
+        "{started} starts, {exited} exits"
+    );
+}
+
+fn snap(seq: u64) -> Snapshot {
+    Snapshot {
+        seq,
+        t_ms: 1000 + seq,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_host_stage_lets_a_late_snapshot_go_without_facts_in_order() {
+    let (tx, rx) = std::sync::mpsc::sync_channel(2);
+    let mut h = HostStage::new(tx);
+    let seqs = |v: Vec<Snapshot>| v.iter().map(|s| s.seq).collect::<Vec<_>>();
+    // 0 goes to the host thread; 1 waits behind it.
+    assert_eq!(seqs(h.push(snap(0))), Vec::<u64>::new());
+    assert_eq!(rx.try_recv().unwrap().seq, 0);
+    assert_eq!(seqs(h.push(snap(1))), Vec::<u64>::new());
+    // 2 arrives while 0 is still out: 0 goes without facts.
+    assert_eq!(seqs(h.push(snap(2))), vec![0]);
+    assert_eq!(h.late, 1);
+    // 3 arrives: 0 is still with the thread, so 1 goes as it is.
+    assert_eq!(seqs(h.push(snap(3))), vec![1]);
+    // 0 comes back: dropped (already out), and 2 goes to the thread.
+    assert_eq!(seqs(h.back(snap(0))), Vec::<u64>::new());
+    assert_eq!(rx.try_recv().unwrap().seq, 2);
+    // 2 comes back enriched: it goes out; 3 goes to the thread.
+    let mut two = snap(2);
+    two.procs.push(ProcSample::default());
+    let out = h.back(two);
+    assert_eq!(seqs(out.clone()), vec![2]);
+    assert_eq!(out[0].procs.len(), 1, "the enriched copy went out");
+    assert_eq!(rx.try_recv().unwrap().seq, 3);
+    // Stop: 3's copy goes out.
+    assert_eq!(seqs(h.drain()), vec![3]);
+}
+
+#[test]
+fn the_publisher_drops_anything_not_newer_than_the_last() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut p = Publisher::new(tx);
+    assert!(p.send(snap(5)).unwrap().is_some());
+    assert!(p.send(snap(5)).unwrap().is_none());
+    assert!(p.send(snap(4)).unwrap().is_none());
+    assert!(p.send(snap(6)).unwrap().is_some());
+    assert_eq!(rx.try_recv().unwrap().seq, 5);
+    assert_eq!(rx.try_recv().unwrap().seq, 6);
+    assert!(rx.try_recv().is_err());
+}
