@@ -8,7 +8,6 @@ use crate::app::{App, Clock, Event, Settings};
 use crate::config::Config;
 use crate::model::{Millis, Snapshot, SystemInfo};
 use crate::pipeline::{Analyzed, analyse_all};
-use crate::sampler::diff_events;
 use crate::source::sim::SimWorld;
 
 /// A fixed start time: 2026-11-29 12:00:00 UTC.
@@ -27,16 +26,7 @@ pub fn snapshots(
         // the caller, shown as an empty node rather than a panic.
         Err(_) => return (Arc::default(), Vec::new()),
     };
-    let mut out: Vec<Snapshot> = Vec::with_capacity(seconds as usize);
-    for i in 0..seconds {
-        let mut s = world.snapshot(i, T0_MS + i * 1000, me);
-        if let Some(prev) = out.last() {
-            let mut ev = diff_events(prev, &s);
-            ev.append(&mut s.events);
-            s.events = ev;
-        }
-        out.push(s);
-    }
+    let out = world.snapshots(T0_MS, 1000, seconds, me);
     (world.info(), out)
 }
 

@@ -106,7 +106,9 @@ fn gaps_are_counted_from_seq() {
 
 #[test]
 fn analysed_snapshots_carry_their_alerts_as_events_when_recorded() {
-    let (_, snaps) = crate::app::fixture::snapshots("leak", 1, 60, "me");
+    let snaps = SimWorld::new("leak", 1, 1_000_000)
+        .unwrap()
+        .snapshots(1_000_000, 1000, 60, "me");
     let all = analyse_all(&AnalysisConfig::default(), snaps);
     let with = all
         .iter()

@@ -331,6 +331,22 @@ impl SimWorld {
         self.enrich(t_ms, me, &mut snap.procs);
         snap
     }
+
+    /// `count` snapshots one `step_ms` apart from `t0_ms`, with the events
+    /// between consecutive ones, as the sampler would send them.
+    pub fn snapshots(&self, t0_ms: Millis, step_ms: u64, count: u64, me: &str) -> Vec<Snapshot> {
+        let mut out: Vec<Snapshot> = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let mut s = self.snapshot(i, t0_ms + i * step_ms, me);
+            if let Some(prev) = out.last() {
+                let mut ev = super::diff_events(prev, &s);
+                ev.append(&mut s.events);
+                s.events = ev;
+            }
+            out.push(s);
+        }
+        out
+    }
 }
 
 #[cfg(test)]
