@@ -8,23 +8,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::model::{GpuSample, Millis, ProcKind, ProcSample, ProcessKey, Snapshot};
-
-/// A process on one GPU: the unit the table lists.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProcId {
-    pub gpu: u32,
-    pub key: ProcessKey,
-}
-
-impl ProcId {
-    pub fn of(p: &ProcSample) -> ProcId {
-        ProcId {
-            gpu: p.gpu,
-            key: p.key(),
-        }
-    }
-}
+pub use crate::model::ProcId;
+use crate::model::{GpuSample, Millis, ProcKind, ProcSample, Snapshot};
 
 /// How a time bucket sums up its samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -497,6 +482,7 @@ impl History {
 mod tests {
     use super::*;
     use crate::model::MemInfo;
+    use crate::model::ProcessKey;
 
     fn snap(t_ms: Millis, used: u64, procs: &[(u32, u64)]) -> Snapshot {
         Snapshot {

@@ -430,7 +430,7 @@ fn gpu_workload_leak_role_is_flagged_within_20_s_and_cleared_at_its_cap() {
             let leak = s
                 .analyzer()
                 .processes()
-                .find(|p| p.key.pid == 4001)
+                .find(|p| p.id.key.pid == 4001)
                 .and_then(|p| p.leak);
             let t = secs(snap.t_ms);
             if t > start + 30.0 && leak.is_none() && cleared_at.is_none() {

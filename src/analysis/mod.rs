@@ -32,7 +32,7 @@ pub use peak::Peak;
 pub use phase::{Phase, PhaseParams};
 pub use slope::Rate;
 
-use crate::model::{GpuState, MemInfo, Millis, ProcessKey, Snapshot};
+use crate::model::{GpuState, MemInfo, Millis, ProcId, Snapshot};
 use alerts::GpuAlerts;
 use leak::{LeakChange, LeakDetector};
 use series::Series;
@@ -129,8 +129,7 @@ pub struct GpuAssessment {
 /// What is known about one process on one GPU now.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ProcAssessment {
-    pub key: ProcessKey,
-    pub gpu: u32,
+    pub id: ProcId,
     pub first_seen_ms: Millis,
     pub last_seen_ms: Millis,
     /// In the newest snapshot.
@@ -154,7 +153,7 @@ pub struct Assessment {
     pub t_ms: Millis,
     /// By GPU index.
     gpus: Vec<GpuAssessment>,
-    procs: HashMap<(ProcessKey, u32), ProcAssessment>,
+    procs: HashMap<ProcId, ProcAssessment>,
 }
 
 impl Assessment {
@@ -167,8 +166,8 @@ impl Assessment {
         self.gpus.iter()
     }
 
-    pub fn process(&self, key: &ProcessKey, gpu: u32) -> Option<&ProcAssessment> {
-        self.procs.get(&(*key, gpu))
+    pub fn process(&self, id: &ProcId) -> Option<&ProcAssessment> {
+        self.procs.get(id)
     }
 
     /// Every process seen and not yet forgotten, in no particular order.
@@ -232,7 +231,7 @@ const CONTEXT_STARTED: u64 = 64 << 20;
 pub struct Analyzer {
     cfg: AnalysisConfig,
     gpus: BTreeMap<u32, GpuTrack>,
-    procs: HashMap<(ProcessKey, u32), ProcTrack>,
+    procs: HashMap<ProcId, ProcTrack>,
     generation: u64,
 }
 
@@ -265,8 +264,8 @@ impl Analyzer {
         self.gpus.values().map(|t| &t.a)
     }
 
-    pub fn process(&self, key: &ProcessKey, gpu: u32) -> Option<&ProcAssessment> {
-        self.procs.get(&(*key, gpu)).map(|t| &t.a)
+    pub fn process(&self, id: &ProcId) -> Option<&ProcAssessment> {
+        self.procs.get(id).map(|t| &t.a)
     }
 
     /// Every process seen and not yet forgotten, in no particular order.
@@ -328,30 +327,26 @@ impl Analyzer {
         let generation = self.generation;
         let mut leak_alerts = Vec::new();
         for sp in &snap.procs {
-            let tr = self
-                .procs
-                .entry((sp.key(), sp.gpu))
-                .or_insert_with(|| ProcTrack {
-                    series: Series::new(cfg.rate_window),
-                    leak: LeakDetector::new(&cfg.leak),
-                    leak_started: false,
-                    steady: forecast::Steady::default(),
-                    seen: generation,
-                    a: ProcAssessment {
-                        key: sp.key(),
-                        gpu: sp.gpu,
-                        first_seen_ms: t,
-                        last_seen_ms: t,
-                        alive: true,
-                        mem: None,
-                        peak: None,
-                        rate: None,
-                        phase: Phase::Unknown,
-                        phase_since_ms: t,
-                        leak: None,
-                        forecast: None,
-                    },
-                });
+            let tr = self.procs.entry(sp.id()).or_insert_with(|| ProcTrack {
+                series: Series::new(cfg.rate_window),
+                leak: LeakDetector::new(&cfg.leak),
+                leak_started: false,
+                steady: forecast::Steady::default(),
+                seen: generation,
+                a: ProcAssessment {
+                    id: sp.id(),
+                    first_seen_ms: t,
+                    last_seen_ms: t,
+                    alive: true,
+                    mem: None,
+                    peak: None,
+                    rate: None,
+                    phase: Phase::Unknown,
+                    phase_since_ms: t,
+                    leak: None,
+                    forecast: None,
+                },
+            });
             tr.seen = generation;
             tr.series.observe(t, sp.mem, sp.mem_peak, &cfg.phase);
             // A process NVML has just listed may not have its CUDA context
@@ -403,13 +398,13 @@ impl Analyzer {
             g.a.leaking = 0;
         }
         for tr in self.procs.values() {
-            let Some(g) = self.gpus.get_mut(&tr.a.gpu).filter(|_| tr.a.alive) else {
+            let Some(g) = self.gpus.get_mut(&tr.a.id.gpu).filter(|_| tr.a.alive) else {
                 continue;
             };
             g.a.growing += u32::from(tr.series.phase.phase() == Phase::Growing);
             g.a.leaking += u32::from(tr.leak.flag().is_some());
             if let Some(r) = tr.growth() {
-                let e = growth.entry(tr.a.gpu).or_default();
+                let e = growth.entry(tr.a.id.gpu).or_default();
                 e.0.push(r.widen(tr.series.estimate.map_or(0.0, |e| e.scatter_rate())));
                 e.1 = e.1.max(tr.series.estimate.map_or(0.0, |e| e.max_step));
             }
@@ -446,7 +441,7 @@ impl Analyzer {
         // Each growing process: when, at its own growth, it uses up what
         // its GPU has free.
         for tr in self.procs.values_mut() {
-            let gpu = self.gpus.get(&tr.a.gpu).filter(|_| tr.a.alive);
+            let gpu = self.gpus.get(&tr.a.id.gpu).filter(|_| tr.a.alive);
             let candidate = match (gpu, gpu.and_then(|g| g.a.mem), tr.growth()) {
                 (Some(g), Some(m), Some(r)) => {
                     let est = tr.series.estimate;
@@ -471,6 +466,7 @@ impl Analyzer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ProcessKey;
     use crate::model::{GpuSample, ProcSample};
 
     #[test]
@@ -540,12 +536,13 @@ mod tests {
             pid: 10,
             start_time: 7,
         };
-        assert!(a.process(&key, 0).is_some_and(|p| p.alive));
-        assert!(a.process(&key, 1).is_none());
+        let id = |gpu| ProcId { gpu, key };
+        assert!(a.process(&id(0)).is_some_and(|p| p.alive));
+        assert!(a.process(&id(1)).is_none());
         a.observe(&snap(1, 0, &[]));
-        assert!(a.process(&key, 0).is_some_and(|p| !p.alive));
+        assert!(a.process(&id(0)).is_some_and(|p| !p.alive));
         a.observe(&snap(7, 0, &[]));
-        assert!(a.process(&key, 0).is_none());
+        assert!(a.process(&id(0)).is_none());
         assert_eq!(a.gpus().count(), 1);
     }
 
@@ -592,13 +589,13 @@ mod tests {
             "{fired:?}"
         );
         let p = a
-            .process(
-                &ProcessKey {
+            .process(&ProcId {
+                gpu: 0,
+                key: ProcessKey {
                     pid: 10,
                     start_time: 7,
                 },
-                0,
-            )
+            })
             .unwrap();
         assert!(p.leak.is_some());
         assert!(p.forecast.is_some());

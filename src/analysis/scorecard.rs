@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::analysis::{Alert, AnalysisConfig, Analyzer, Forecast};
 use crate::model::units::duration_short;
-use crate::model::{EventKind, Millis, ProcessKey, Snapshot};
+use crate::model::{EventKind, Millis, ProcId, ProcessKey, Snapshot};
 use crate::sampler::{OOM_NEAR_FULL_PCT, diff_events};
 
 /// How long before an OOM forecasts are looked up, seconds.
@@ -170,7 +170,7 @@ pub struct Scorer {
     analyzer: Analyzer,
     prev: Option<Snapshot>,
     history: BTreeMap<u32, VecDeque<(Millis, Option<Forecast>)>>,
-    index: HashMap<(ProcessKey, u32), usize>,
+    index: HashMap<ProcId, usize>,
     card: Scorecard,
 }
 
@@ -198,7 +198,7 @@ impl Scorer {
         self.card.end_ms = Some(t);
 
         for p in &snap.procs {
-            let k = (p.key(), p.gpu);
+            let k = p.id();
             let i = *self.index.entry(k).or_insert_with(|| {
                 self.card.procs.push(ProcRecord {
                     gpu: p.gpu,
@@ -215,7 +215,7 @@ impl Scorer {
             if r.leak_flagged_ms.is_none()
                 && self
                     .analyzer
-                    .process(&p.key(), p.gpu)
+                    .process(&p.id())
                     .is_some_and(|a| a.leak.is_some())
             {
                 r.leak_flagged_ms = Some(t);

@@ -229,7 +229,7 @@ impl App {
     /// The analysis of a process on one GPU.
     pub fn proc_insight(&self, id: &ProcId) -> Option<ProcInsight> {
         let (a, now) = self.insight.current()?;
-        let p = a.process(&id.key, id.gpu)?;
+        let p = a.process(id)?;
         Some(ProcInsight {
             rate_bps: p.rate.map_or(0.0, |r| r.bps),
             phase: p.phase,

@@ -52,7 +52,7 @@ pub fn extra_of(a: &Assessment, snap: &Snapshot, cfg: &AnalysisConfig) -> Extra 
         });
     }
     for p in &snap.procs {
-        let Some(pa) = a.process(&p.key(), p.gpu) else {
+        let Some(pa) = a.process(&p.id()) else {
             continue;
         };
         out.procs.push(ProcExtra {

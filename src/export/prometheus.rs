@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::config::Severity;
-use crate::model::{EventKind, GpuSample, GpuState, ProcSample, Snapshot, SystemInfo};
+use crate::model::{EventKind, GpuSample, GpuState, ProcId, ProcSample, Snapshot, SystemInfo};
 use crate::sanitize;
 
 use super::Extra;
-use super::window::{Peaks, ProcId};
+use super::window::Peaks;
 
 /// What Prometheus (3 insists) expects of a 0.0.4 scrape.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -244,7 +244,7 @@ impl Labels {
                     ],
                 );
                 ProcRow {
-                    id: (p.gpu, p.pid, p.start_time),
+                    id: p.id(),
                     labels: l,
                     mem,
                     torch: p.torch.as_ref().and_then(|t| t.devices.first().cloned()),
@@ -258,7 +258,7 @@ impl Labels {
 
     fn proc_labels(&self, gpu: u32, pid: u32) -> Option<&str> {
         self.procs
-            .binary_search_by_key(&(gpu, pid), |r| (r.id.0, r.id.1))
+            .binary_search_by_key(&(gpu, pid), |r| (r.id.gpu, r.id.key.pid))
             .ok()
             .map(|i| self.procs[i].labels.as_str())
     }

@@ -8,10 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
-use crate::model::{Millis, Snapshot};
-
-/// One process on one GPU: `(gpu, pid, start_time)`.
-pub type ProcId = (u32, u32, u64);
+use crate::model::{Millis, ProcId, Snapshot};
 
 /// The peaks of one snapshot.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,7 +33,7 @@ impl Entry {
             procs: snap
                 .procs
                 .iter()
-                .filter_map(|p| p.mem_peak.map(|m| ((p.gpu, p.pid, p.start_time), m)))
+                .filter_map(|p| p.mem_peak.map(|m| (p.id(), m)))
                 .collect(),
         }
     }
@@ -190,6 +187,14 @@ impl Scrapers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ProcessKey;
+
+    fn pid(gpu: u32, pid: u32, start_time: u64) -> ProcId {
+        ProcId {
+            gpu,
+            key: ProcessKey { pid, start_time },
+        }
+    }
     use crate::model::{GpuSample, ProcSample};
 
     fn snap(seq: u64, gpu_peak: u64, procs: &[(u32, u64)]) -> Snapshot {
@@ -230,7 +235,7 @@ mod tests {
         // Scraped at 0, now at 3: the spike at 1 counts.
         let p = ring.peaks(Some(0), &snaps[3]);
         assert_eq!(p.gpus[&0], 90);
-        assert_eq!(p.procs[&(0, 1, 7)], 50);
+        assert_eq!(p.procs[&pid(0, 1, 7)], 50);
         // Scraped at 1 already: only 2 and 3.
         let p = ring.peaks(Some(1), &snaps[3]);
         assert_eq!(p.gpus[&0], 30);
@@ -254,7 +259,7 @@ mod tests {
         c.procs[0].start_time = 8;
         ring.push(&c);
         let p = ring.peaks(Some(0), &c);
-        assert_eq!(p.procs[&(0, 2, 8)], 1);
+        assert_eq!(p.procs[&pid(0, 2, 8)], 1);
     }
 
     #[test]

@@ -27,6 +27,21 @@ pub struct ProcessKey {
     pub start_time: u64,
 }
 
+/// A process on one GPU: the unit every table, series, metric and analysis
+/// is keyed by (a process using two GPUs is two of these). Orders by GPU,
+/// then PID, then start time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ProcId {
+    pub gpu: u32,
+    pub key: ProcessKey,
+}
+
+impl ProcId {
+    pub fn of(p: &ProcSample) -> ProcId {
+        p.id()
+    }
+}
+
 /// What does not change while the program runs: sent once, then referenced.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SystemInfo {
@@ -246,6 +261,14 @@ impl ProcSample {
         ProcessKey {
             pid: self.pid,
             start_time: self.start_time,
+        }
+    }
+
+    /// This process on this GPU.
+    pub fn id(&self) -> ProcId {
+        ProcId {
+            gpu: self.gpu,
+            key: self.key(),
         }
     }
 

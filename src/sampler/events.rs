@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use crate::model::{Event, EventKind, GpuSample, GpuState, ProcSample, ProcessKey, Snapshot};
+use crate::model::{Event, EventKind, GpuSample, GpuState, ProcId, ProcSample, Snapshot};
 
 /// A GPU within this share of full when a process exits makes that exit a
 /// suspected OOM.
@@ -10,12 +10,11 @@ pub const OOM_NEAR_FULL_PCT: f64 = 95.0;
 /// Events that follow from two consecutive snapshots: processes that came
 /// and went (an exit on a nearly full GPU is a suspected OOM), GPUs lost.
 pub fn diff_events(prev: &Snapshot, next: &Snapshot) -> Vec<Event> {
-    let key = |p: &ProcSample| (p.gpu, p.key());
-    let before: HashSet<(u32, ProcessKey)> = prev.procs.iter().map(key).collect();
-    let after: HashSet<(u32, ProcessKey)> = next.procs.iter().map(key).collect();
+    let before: HashSet<ProcId> = prev.procs.iter().map(ProcSample::id).collect();
+    let after: HashSet<ProcId> = next.procs.iter().map(ProcSample::id).collect();
     let mut out = Vec::new();
     for p in &next.procs {
-        if !before.contains(&key(p)) {
+        if !before.contains(&p.id()) {
             out.push(Event {
                 t_ms: next.t_ms,
                 kind: EventKind::ProcessStarted,
@@ -26,7 +25,7 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot) -> Vec<Event> {
         }
     }
     for p in &prev.procs {
-        if after.contains(&key(p)) {
+        if after.contains(&p.id()) {
             continue;
         }
         let full = prev
