@@ -1,9 +1,10 @@
-//! Alerts: each fires once when its condition is crossed and re-arms only
-//! when the figure has clearly gone back (below the warn level, the
-//! forecast well past its limit, the GPU back on the bus), so a value
-//! hovering at a threshold rings once.
+//! Alerts: one per episode. Each fires once when its condition is crossed
+//! and re-arms only when the figure has clearly gone back (below the warn
+//! level, the forecast well past its limit, the GPU back on the bus) **and
+//! stayed back for [`REARM_HOLD`]**: a value hovering at a threshold, or
+//! dipping below it between two busy steps, rings once.
 //!
-//! | kind | fires when | re-arms when | severity |
+//! | kind | fires when | re-arms when (held for `REARM_HOLD`) | severity |
 //! | --- | --- | --- | --- |
 //! | `memory_critical` | peak used % (fast-lane peak + reserved) ≥ memory crit | used % < memory warn | critical |
 //! | `forecast_full` | the forecast's latest end < `forecast_below` | no forecast, or its central estimate > 1.25 × `forecast_below` | warn |
@@ -27,6 +28,11 @@ use crate::model::{Event, EventKind, GpuSample, GpuState, Millis, ProcSample};
 /// (or gone).
 pub const FORECAST_REARM: f64 = 1.25;
 
+/// How long a figure must stay clearly back before its alert can fire
+/// again: a power draw at 98 % that dips to 60 % for a second between
+/// training steps is one episode, not eighteen.
+pub const REARM_HOLD: Duration = Duration::from_secs(60);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlertKind {
@@ -40,6 +46,14 @@ pub enum AlertKind {
 }
 
 impl AlertKind {
+    /// Whether the dashboard rings the bell for it (with `[alerts] bell`):
+    /// memory and the GPU itself, yes; temperature and power, which a busy
+    /// GPU reaches every day, are shown and sent to the alert command but
+    /// kept quiet, so the bell keeps meaning "memory".
+    pub fn rings(self) -> bool {
+        !matches!(self, AlertKind::TemperatureCritical | AlertKind::PowerCritical)
+    }
+
     /// The name in `VRAMWATCH_ALERT_KIND` and in recordings.
     pub fn name(self) -> &'static str {
         match self {
@@ -102,10 +116,13 @@ impl From<&Alert> for Event {
     }
 }
 
-/// Fires once on a crossing; re-arms on a separate condition.
+/// Fires once on a crossing; re-arms once a separate condition has held
+/// for [`REARM_HOLD`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Latch {
     fired: bool,
+    /// Since when the figure has been clearly back (while fired).
+    back_since: Option<Millis>,
 }
 
 impl Latch {
@@ -113,15 +130,25 @@ impl Latch {
         self.fired
     }
 
-    /// `over`: the condition holds now; `rearm`: the figure is clearly
-    /// back. Returns whether to fire.
-    pub fn step(&mut self, over: bool, rearm: bool) -> bool {
-        if !self.fired && over {
-            self.fired = true;
-            return true;
+    /// At `t_ms`, `over`: the condition holds now; `rearm`: the figure is
+    /// clearly back. Returns whether to fire.
+    pub fn step(&mut self, t_ms: Millis, over: bool, rearm: bool) -> bool {
+        if !self.fired {
+            if over {
+                self.fired = true;
+                self.back_since = None;
+                return true;
+            }
+            return false;
         }
-        if self.fired && rearm && !over {
-            self.fired = false;
+        if rearm && !over {
+            let since = *self.back_since.get_or_insert(t_ms);
+            if t_ms.saturating_sub(since) >= REARM_HOLD.as_millis() as u64 {
+                self.fired = false;
+                self.back_since = None;
+            }
+        } else {
+            self.back_since = None;
         }
         false
     }
@@ -180,7 +207,7 @@ impl GpuAlerts {
             })
         };
         let lost = g.state == GpuState::Lost;
-        if self.lost.step(lost, g.state == GpuState::Ok) {
+        if self.lost.step(t_ms, lost, g.state == GpuState::Ok) {
             push(
                 AlertKind::GpuLost,
                 Severity::Critical,
@@ -199,7 +226,7 @@ impl GpuAlerts {
             let peak = pct(peak_used.saturating_add(m.reserved), m.total);
             if self
                 .memory
-                .step(peak >= lv.memory.crit, now < lv.memory.warn)
+                .step(t_ms, peak >= lv.memory.crit, now < lv.memory.warn)
             {
                 push(
                     AlertKind::MemoryCritical,
@@ -215,7 +242,7 @@ impl GpuAlerts {
             let t = temp as f64;
             if self
                 .temperature
-                .step(t >= lv.temperature.crit, t < lv.temperature.warn)
+                .step(t_ms, t >= lv.temperature.crit, t < lv.temperature.warn)
             {
                 push(
                     AlertKind::TemperatureCritical,
@@ -233,7 +260,7 @@ impl GpuAlerts {
             let share = pct(p as u64, limit as u64);
             if self
                 .power
-                .step(share >= lv.power.crit, share < lv.power.warn)
+                .step(t_ms, share >= lv.power.crit, share < lv.power.warn)
             {
                 push(
                     AlertKind::PowerCritical,
@@ -253,7 +280,7 @@ impl GpuAlerts {
         // with a range out to minutes; it is shown, not rung.)
         let soon = forecast.is_some_and(|f| f.high_s.is_some_and(|h| h < below));
         let far = forecast.is_none_or(|f| f.eta_s > below * FORECAST_REARM);
-        if self.forecast.step(soon, far)
+        if self.forecast.step(t_ms, soon, far)
             && let Some(f) = forecast
         {
             push(
@@ -341,17 +368,42 @@ mod tests {
 
     #[test]
     fn latch_fires_once_per_crossing() {
+        let hold = REARM_HOLD.as_millis() as u64;
         let mut l = Latch::default();
-        assert!(!l.step(false, true));
-        assert!(l.step(true, false));
-        assert!(!l.step(true, false));
+        assert!(!l.step(0, false, true));
+        assert!(l.step(1, true, false));
+        assert!(!l.step(2, true, false));
         // Hovering between warn and crit: still fired, no re-arm.
-        assert!(!l.step(false, false));
-        assert!(!l.step(true, false));
+        assert!(!l.step(3, false, false));
+        assert!(!l.step(4, true, false));
         assert!(l.fired());
-        assert!(!l.step(false, true));
+        // Back, but not for long: still one episode.
+        assert!(!l.step(5, false, true));
+        assert!(!l.step(5 + hold - 1, false, true));
+        assert!(l.fired());
+        assert!(!l.step(5 + hold, true, false), "the same episode");
+        // Back for the whole hold: re-armed, the next crossing fires.
+        assert!(!l.step(10 + hold, false, true));
+        assert!(!l.step(10 + 2 * hold, false, true));
         assert!(!l.fired());
-        assert!(l.step(true, false));
+        assert!(l.step(11 + 2 * hold, true, false));
+    }
+
+    #[test]
+    fn power_hovering_at_its_limit_with_dips_rings_once() {
+        // The H200 run: power at 98-99 % of the limit, dipping to 60 %
+        // for a second every few seconds (data loading between steps),
+        // for 70 s: one alert, not eighteen.
+        let mut a = GpuAlerts::default();
+        let lv = levels();
+        let mut fired = 0;
+        for s in 0..70u64 {
+            let mut g = gpu_at(10);
+            g.power_limit_mw = Some(700_000);
+            g.power_mw = Some(if s % 4 == 3 { 420_000 } else { 690_000 + (s % 2) as u32 * 3_000 });
+            fired += a.check(s * 1000, &g, None, &lv).len();
+        }
+        assert_eq!(fired, 1);
     }
 
     #[test]
@@ -359,9 +411,16 @@ mod tests {
         let mut a = GpuAlerts::default();
         let lv = levels();
         let series = [50, 96, 97, 94, 96, 85, 96, 70, 99];
+        // Each reading held for a minute and a second, read every second.
+        let mut t = 0;
         let fired: Vec<bool> = series
             .iter()
-            .map(|&u| !a.check(0, &gpu_at(u), None, &lv).is_empty())
+            .map(|&u| {
+                (0..61).fold(false, |any, _| {
+                    t += 1000;
+                    !a.check(t, &gpu_at(u), None, &lv).is_empty() || any
+                })
+            })
             .collect();
         assert_eq!(
             fired,
@@ -412,7 +471,12 @@ mod tests {
         g.state = GpuState::Ok;
         a.check(6, &g, None, &lv);
         g.state = GpuState::Lost;
-        assert_eq!(a.check(7, &g, None, &lv).len(), 1);
+        assert!(a.check(7, &g, None, &lv).is_empty(), "back for 1 ms only");
+        g.state = GpuState::Ok;
+        a.check(10, &g, None, &lv);
+        a.check(10 + REARM_HOLD.as_millis() as u64, &g, None, &lv);
+        g.state = GpuState::Lost;
+        assert_eq!(a.check(70_000, &g, None, &lv).len(), 1);
         // A zero power limit is not a division by zero.
         let mut g = gpu_at(10);
         g.power_mw = Some(5);
@@ -449,11 +513,15 @@ mod tests {
         assert!(a.check(0, &g, Some(&wide), &lv).is_empty());
         wide.high_s = None;
         assert!(a.check(0, &g, Some(&wide), &lv).is_empty());
+        let mut t = 0;
         let fired: Vec<bool> = seq
             .iter()
             .map(|e| {
                 let fc = e.map(f);
-                !a.check(0, &g, fc.as_ref(), &lv).is_empty()
+                (0..61).fold(false, |any, _| {
+                    t += 1000;
+                    !a.check(t, &g, fc.as_ref(), &lv).is_empty() || any
+                })
             })
             .collect();
         assert_eq!(fired, [false, true, false, false, false, true, false, true]);

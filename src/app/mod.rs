@@ -336,8 +336,8 @@ impl App {
     }
 
     /// A live analysed snapshot: History, the analysis shown, events. The
-    /// bell rings for its alerts when configured (the alert command is the
-    /// pipeline's own consumer).
+    /// bell rings for its memory and GPU alerts when configured (the alert
+    /// command is the pipeline's own consumer).
     fn on_snapshot(&mut self, a: Arc<Analyzed>) -> Option<Action> {
         if self.replaying() {
             return None;
@@ -350,7 +350,7 @@ impl App {
             }
             self.events.push_back(e);
         }
-        let ring = !a.alerts.is_empty() && self.settings.config.alerts.bell;
+        let ring = self.settings.config.alerts.bell && a.alerts.iter().any(|x| x.kind.rings());
         self.insight = Insight::Live(Some(a));
         if let Some(c) = self.cursor {
             // Paused on a slot that history has since dropped.
