@@ -203,6 +203,50 @@ impl History {
         self.gpu_peaks.get(index).copied().flatten()
     }
 
+    /// The highest memory on GPU `index` as of `slot`: since start at the
+    /// newest slot, else over the slots kept up to `slot` (nothing read
+    /// after `slot` counts: a paused or replayed screen shows no peak from
+    /// its future).
+    pub fn gpu_peak_at(&self, index: usize, slot: u64) -> Option<(u64, Millis)> {
+        if self.last_slot().is_none_or(|last| slot >= last) {
+            return self.gpu_peak(index);
+        }
+        let series = self.gpus.get(index)?;
+        let upto = slot.checked_sub(self.first_slot)? as usize;
+        series
+            .iter()
+            .zip(&self.times)
+            .take(upto + 1)
+            .filter_map(|(g, &t)| {
+                let g = g.as_ref()?;
+                let m = g.mem?;
+                Some((g.mem_peak.unwrap_or(m.used).max(m.used), t))
+            })
+            .fold(None, |best: Option<(u64, Millis)>, (v, t)| match best {
+                Some((b, _)) if b >= v => best,
+                _ => Some((v, t)),
+            })
+    }
+
+    /// A process's highest memory as of `slot` (see [`History::gpu_peak_at`]).
+    pub fn proc_peak_at(&self, s: &ProcSeries, slot: u64) -> Option<(u64, Millis)> {
+        if slot >= s.last_slot {
+            return s.peak;
+        }
+        let from = s.first_slot.max(self.first_slot);
+        s.iter_from(from)
+            .take_while(|(sl, _)| *sl <= slot)
+            .filter_map(|(sl, p)| {
+                let p = p?;
+                let m = p.mem_peak.or(p.mem)?.max(p.mem.unwrap_or(0));
+                Some((m, self.time_at(sl)?))
+            })
+            .fold(None, |best: Option<(u64, Millis)>, (v, t)| match best {
+                Some((b, _)) if b >= v => best,
+                _ => Some((v, t)),
+            })
+    }
+
     pub fn process(&self, id: &ProcId) -> Option<&ProcSeries> {
         self.procs.get(id)
     }
@@ -600,6 +644,20 @@ mod tests {
         let s = h.process(&id(1)).unwrap();
         let mems: Vec<_> = s.iter_from(0).map(|(_, p)| p.and_then(|p| p.mem)).collect();
         assert_eq!(mems, vec![Some(5), None, Some(7)]);
+    }
+
+    #[test]
+    fn peaks_as_of_a_slot_ignore_what_came_after() {
+        let mut h = History::new(100, 1000, 60_000);
+        for (i, used) in [100u64, 900, 300, 950, 200].into_iter().enumerate() {
+            h.push(&snap(i as u64 * 1000, used, &[(1, used)]));
+        }
+        let p = h.process(&id(1)).unwrap().clone();
+        assert_eq!(h.gpu_peak_at(0, 4), Some((950, 3000)), "the newest: since start");
+        assert_eq!(h.gpu_peak_at(0, 2), Some((900, 1000)), "not the 950 read later");
+        assert_eq!(h.gpu_peak_at(0, 0), Some((100, 0)));
+        assert_eq!(h.proc_peak_at(&p, 2), Some((900, 1000)));
+        assert_eq!(h.proc_peak_at(&p, 4), Some((950, 3000)));
     }
 
     #[test]

@@ -209,6 +209,34 @@ impl App {
         matches!(self.mode, Mode::Replay(_))
     }
 
+    /// GPU `index`'s highest memory as of the slot on screen, and when
+    /// (nothing after the slot shown counts).
+    pub fn gpu_peak(&self, index: usize) -> Option<(u64, Millis)> {
+        self.history.gpu_peak_at(index, self.slot()?)
+    }
+
+    /// A process's highest memory as of the slot on screen, and when.
+    pub fn proc_peak(&self, s: &ProcSeries) -> Option<(u64, Millis)> {
+        self.history.proc_peak_at(s, self.slot()?)
+    }
+
+    /// Alerts and other trouble (suspected OOMs, XIDs, lost GPUs) up to the
+    /// time on screen.
+    pub fn alerts_so_far(&self) -> usize {
+        use crate::model::EventKind;
+        let upto = self.shown_ms();
+        self.events
+            .iter()
+            .filter(|e| e.t_ms <= upto)
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Alert | EventKind::SuspectedOom | EventKind::Xid | EventKind::GpuLost
+                )
+            })
+            .count()
+    }
+
     /// Growth of a process in bytes/s, where known.
     pub fn rate_of(&self, s: &ProcSeries) -> Option<f64> {
         self.proc_insight(&s.id).map(|i| i.rate_bps)

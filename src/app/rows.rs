@@ -23,6 +23,8 @@ pub struct Row<'a> {
     pub mem_pct: Option<f64>,
     /// Growth in bytes/s, when known (from the analysis).
     pub rate: Option<f64>,
+    /// Highest memory as of the slot (nothing later counts), and when.
+    pub peak: Option<(u64, Millis)>,
 }
 
 impl Row<'_> {
@@ -96,6 +98,7 @@ pub fn rows_at<'a>(
                 exited,
                 mem_pct,
                 rate: if exited { None } else { rate(s) },
+                peak: history.proc_peak_at(s, slot),
             }
         })
         .collect();
@@ -132,7 +135,7 @@ fn compare(a: &Row, b: &Row, column: Column) -> Ordering {
         Column::Kind => fa.kind.letter().cmp(fb.kind.letter()),
         Column::Memory | Column::MemoryPct => cmp_opt(a.mem(), b.mem()),
         Column::Trend => cmp_opt(a.rate, b.rate),
-        Column::Peak => cmp_opt(a.series.peak.map(|p| p.0), b.series.peak.map(|p| p.0)),
+        Column::Peak => cmp_opt(a.peak.map(|p| p.0), b.peak.map(|p| p.0)),
         Column::Alloc => cmp_opt(
             a.last.and_then(|p| p.torch_allocated),
             b.last.and_then(|p| p.torch_allocated),

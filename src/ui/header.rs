@@ -7,7 +7,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use crate::app::{App, Mode};
-use crate::model::EventKind;
 use crate::model::units::{bytes_short, duration_short};
 
 pub struct HeaderBar<'a>(pub &'a App);
@@ -82,19 +81,7 @@ impl Widget for &HeaderBar<'_> {
             }
             Mode::Live => {}
         }
-        let alerts = app
-            .events()
-            .iter()
-            .filter(|e| {
-                matches!(
-                    e.kind,
-                    EventKind::Alert
-                        | EventKind::SuspectedOom
-                        | EventKind::Xid
-                        | EventKind::GpuLost
-                )
-            })
-            .count();
+        let alerts = app.alerts_so_far();
         if alerts > 0 {
             right.push(Span::styled(format!("⚠ {alerts} "), t.warn));
         }

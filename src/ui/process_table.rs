@@ -86,7 +86,7 @@ fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
             let (s, st) = trend(app, r);
             (s, Some(st))
         }
-        Column::Peak => (r.series.peak.map_or("".into(), |p| bytes_short(p.0)), None),
+        Column::Peak => (r.peak.map_or("".into(), |p| bytes_short(p.0)), None),
         Column::Alloc => (
             r.series
                 .torch
