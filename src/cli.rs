@@ -90,6 +90,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Serve Prometheus metrics (/metrics), JSON (/snapshot) and /healthz.
     Serve(ServeArgs),
+    /// Score the analysis on recordings with ground truth: forecasts before
+    /// each OOM, leak flags, false alarms (docs/analysis.md).
+    Score(ScoreArgs),
     /// Write or check the config file.
     Config {
         #[command(subcommand)]
@@ -154,6 +157,20 @@ pub struct ReportArgs {
     /// Also draw memory over time as SVG.
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ScoreArgs {
+    /// Recordings (`.jsonl` or `.jsonl.zst`), each with its truth beside it
+    /// as `<name>.truth.json`.
+    #[arg(required = true, value_name = "RECORDING")]
+    pub recordings: Vec<PathBuf>,
+    /// The truth file of the one recording given.
+    #[arg(long, value_name = "FILE")]
+    pub truth: Option<PathBuf>,
+    /// Print JSON instead of the markdown table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -45,6 +45,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Record(args)) => commands::record::run(args, &cli.source),
         Some(Command::Export(args)) => commands::export::run(args),
         Some(Command::Report(args)) => commands::report::run(args, &cli.source),
+        Some(Command::Score(args)) => commands::score::run(args, &cli.source),
         Some(Command::Replay(args)) => commands::replay::run(args, &cli.source, &cli.ui, me),
         None => dashboard::run_live(&cli.source, &cli.ui, me),
     }

@@ -17,6 +17,7 @@ pub mod phase;
 pub mod scorecard;
 pub mod series;
 pub mod slope;
+pub mod truth;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

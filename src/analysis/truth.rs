@@ -1,0 +1,444 @@
+//! Scoring the analysis against ground truth: a workload that says when it
+//! started, when its memory began to grow and when (if ever) CUDA raised
+//! out-of-memory (`python/workloads/`, one `<run>.truth.json` beside each
+//! recording). For one run on one GPU:
+//!
+//! - at each checkpoint T−120, −60, −30, −10 s before the OOM, whether a
+//!   forecast was shown (the GPU's forecast at the newest snapshot at or
+//!   before the checkpoint) and whether its range held the real OOM time;
+//!   a checkpoint before the growth began does not count;
+//! - when the leak flag came, counted from the start of the growth;
+//! - false alarms on a run that must not alarm: any forecast "full in less
+//!   than 10 minutes" and any leak flag on its GPU.
+//!
+//! Nothing here looks ahead: the analysis is fed one snapshot at a time
+//! exactly as the pipeline feeds it ([`crate::pipeline::analyse`]).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::{AnalysisConfig, Analyzer, Forecast};
+use crate::model::{Millis, Snapshot, SystemInfo};
+
+/// How long before the OOM forecasts are checked, seconds.
+pub const CHECKPOINTS_S: [u64; 4] = [120, 60, 30, 10];
+
+/// A forecast shorter than this on a run with no OOM is a false alarm.
+pub const FALSE_ALARM_BELOW_S: f64 = 600.0;
+
+/// What the run must bring about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    Oom,
+    NoAlarm,
+}
+
+/// A workload's ground truth (the fields the scorer uses; the file has
+/// more).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Truth {
+    pub workload: String,
+    #[serde(default)]
+    pub variant: Option<String>,
+    #[serde(default)]
+    pub speed: Option<f64>,
+    /// The CUDA device index the workload used.
+    #[serde(default)]
+    pub device: Option<u32>,
+    /// The device's UUID as PyTorch gives it (matched to NVML's).
+    #[serde(default)]
+    pub device_uuid: Option<String>,
+    #[serde(default)]
+    pub pids: Vec<u32>,
+    pub start_unix_ms: Millis,
+    #[serde(default)]
+    pub growth_start_unix_ms: Option<Millis>,
+    #[serde(default)]
+    pub oom_unix_ms: Option<Millis>,
+    #[serde(default)]
+    pub oom_pid: Option<u32>,
+    pub expect: Expect,
+}
+
+/// Why a truth file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TruthError {
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: line {line}, column {column}: {message}")]
+    Malformed {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: expects an OOM but has no oom_unix_ms")]
+    NoOomTime { path: String },
+}
+
+/// The largest truth file read (they are a few KiB).
+const MAX_TRUTH_BYTES: u64 = 4 << 20;
+
+impl Truth {
+    pub fn read(path: &Path) -> Result<Truth, TruthError> {
+        let shown = crate::sanitize::clean(&path.display().to_string());
+        let io = |source| TruthError::Io {
+            path: shown.clone(),
+            source,
+        };
+        use std::io::Read;
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .map_err(io)?
+            .take(MAX_TRUTH_BYTES)
+            .read_to_string(&mut text)
+            .map_err(io)?;
+        let t: Truth = serde_json::from_str(&text).map_err(|e| TruthError::Malformed {
+            path: shown.clone(),
+            line: e.line(),
+            column: e.column(),
+            message: crate::sanitize::clean_capped(&e.to_string(), 200),
+        })?;
+        if t.expect == Expect::Oom && t.oom_unix_ms.is_none() {
+            return Err(TruthError::NoOomTime { path: shown });
+        }
+        Ok(t)
+    }
+
+    /// The NVML index of the GPU the workload used: by UUID where the
+    /// truth has one that the recording knows, else the CUDA index.
+    pub fn gpu_in(&self, system: &SystemInfo) -> Option<u32> {
+        let norm = |u: &str| {
+            u.trim()
+                .to_ascii_lowercase()
+                .trim_start_matches("gpu-")
+                .to_owned()
+        };
+        if let Some(want) = self
+            .device_uuid
+            .as_deref()
+            .map(norm)
+            .filter(|u| !u.is_empty())
+            && let Some(g) = system.gpus.iter().find(|g| norm(&g.uuid) == want)
+        {
+            return Some(g.index);
+        }
+        self.device
+    }
+
+    /// A short name: workload, variant and speed.
+    pub fn label(&self) -> String {
+        let mut s = self.workload.clone();
+        if let Some(v) = self.variant.as_deref().filter(|v| !v.is_empty()) {
+            s.push('/');
+            s.push_str(v);
+        }
+        if let Some(x) = self.speed {
+            s.push_str(&format!(" ×{x}"));
+        }
+        crate::sanitize::clean_capped(&s, 60)
+    }
+}
+
+/// A forecast as it stood at a checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Shown {
+    /// When the snapshot it was shown with was taken.
+    pub at_ms: Millis,
+    /// Seconds from `at_ms`: central, earliest, latest (`None`: open).
+    pub eta_s: f64,
+    pub low_s: f64,
+    pub high_s: Option<f64>,
+    /// Whether the range held the real OOM.
+    pub held: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Checkpoint {
+    pub lead_s: u64,
+    /// The growth had begun by then (else the checkpoint does not count).
+    pub counts: bool,
+    pub shown: Option<Shown>,
+}
+
+/// One run's score.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunScore {
+    pub run: String,
+    pub label: String,
+    pub expect: Expect,
+    pub gpu: u32,
+    /// Seconds from the start of the growth to the OOM.
+    pub growth_to_oom_s: Option<f64>,
+    pub checkpoints: Vec<Checkpoint>,
+    /// First forecast shown, seconds before the OOM (or after the start of
+    /// the growth on a run without one).
+    pub first_forecast_before_oom_s: Option<f64>,
+    /// Seconds from the start of the growth to the first leak flag on the
+    /// GPU (`None`: never flagged).
+    pub leak_flag_after_growth_s: Option<f64>,
+    /// What a run that must not alarm did anyway.
+    pub false_alarms: Vec<String>,
+    /// Snapshots of the run that were analysed.
+    pub snapshots: u64,
+}
+
+impl RunScore {
+    /// The checkpoints that count and whether each held: (counted, held).
+    pub fn held(&self) -> (usize, usize) {
+        let counted: Vec<_> = self.checkpoints.iter().filter(|c| c.counts).collect();
+        let held = counted
+            .iter()
+            .filter(|c| c.shown.is_some_and(|s| s.held))
+            .count();
+        (counted.len(), held)
+    }
+}
+
+/// Scores one run: `snapshots` of the recording in order, `truth` for the
+/// workload on GPU `gpu`, analysed with `cfg`.
+pub fn score_run(
+    run: &str,
+    truth: &Truth,
+    gpu: u32,
+    cfg: &AnalysisConfig,
+    snapshots: impl IntoIterator<Item = Snapshot>,
+) -> RunScore {
+    let mut analyzer = Analyzer::new(cfg);
+    let oom = truth.oom_unix_ms.filter(|_| truth.expect == Expect::Oom);
+    let growth = truth.growth_start_unix_ms;
+    // The newest forecast at or before each checkpoint.
+    let mut at_checkpoint: Vec<Option<(Millis, Option<Forecast>)>> =
+        vec![None; CHECKPOINTS_S.len()];
+    let mut first_forecast: Option<Millis> = None;
+    let mut leak_at: Option<Millis> = None;
+    let mut false_alarms = Vec::new();
+    let mut n = 0u64;
+    for snap in snapshots {
+        let t = snap.t_ms;
+        n += 1;
+        analyzer.observe(&snap);
+        let forecast = analyzer.gpu(gpu).and_then(|g| g.forecast);
+        if let Some(o) = oom {
+            for (i, lead) in CHECKPOINTS_S.iter().enumerate() {
+                if t <= o.saturating_sub(lead * 1000) {
+                    at_checkpoint[i] = Some((t, forecast));
+                }
+            }
+            if t > o {
+                // After the OOM nothing is scored.
+                continue;
+            }
+        }
+        if let Some(f) = forecast {
+            first_forecast.get_or_insert(t);
+            let left = f.eta_s - t.saturating_sub(f.made_ms) as f64 / 1000.0;
+            if truth.expect == Expect::NoAlarm && left < FALSE_ALARM_BELOW_S {
+                if false_alarms.is_empty() {
+                    false_alarms.push(format!(
+                        "forecast {} shown {} s after the start",
+                        f.label(),
+                        t.saturating_sub(truth.start_unix_ms) / 1000
+                    ));
+                }
+            }
+        }
+        let leak = analyzer
+            .processes()
+            .any(|p| p.id.gpu == gpu && p.alive && p.leak.is_some());
+        if leak && leak_at.is_none() {
+            leak_at = Some(t);
+            if truth.expect == Expect::NoAlarm {
+                false_alarms.push(format!(
+                    "leak flag {} s after the start",
+                    t.saturating_sub(truth.start_unix_ms) / 1000
+                ));
+            }
+        }
+    }
+    let checkpoints = CHECKPOINTS_S
+        .iter()
+        .zip(&at_checkpoint)
+        .map(|(&lead, seen)| {
+            let at = oom.map(|o| o.saturating_sub(lead * 1000));
+            let counts = match (at, growth) {
+                (Some(at), Some(g)) => at >= g,
+                _ => false,
+            };
+            let shown = seen.and_then(|(t, f)| {
+                let f = f?;
+                let age = t.saturating_sub(f.made_ms) as f64 / 1000.0;
+                Some(Shown {
+                    at_ms: t,
+                    eta_s: f.eta_s - age,
+                    low_s: f.low_s - age,
+                    high_s: f.high_s.map(|h| h - age),
+                    held: oom.is_some_and(|o| f.contains(o)),
+                })
+            });
+            Checkpoint {
+                lead_s: lead,
+                counts,
+                shown,
+            }
+        })
+        .collect();
+    let secs = |a: Millis, b: Millis| a.saturating_sub(b) as f64 / 1000.0;
+    RunScore {
+        run: crate::sanitize::clean_capped(run, 80),
+        label: truth.label(),
+        expect: truth.expect,
+        gpu,
+        growth_to_oom_s: oom.zip(growth).map(|(o, g)| secs(o, g)),
+        checkpoints,
+        first_forecast_before_oom_s: first_forecast.map(|f| match oom {
+            Some(o) => secs(o, f),
+            None => secs(f, growth.unwrap_or(truth.start_unix_ms)),
+        }),
+        leak_flag_after_growth_s: leak_at.map(|l| secs(l, growth.unwrap_or(truth.start_unix_ms))),
+        false_alarms,
+        snapshots: n,
+    }
+}
+
+/// The whole corpus: per-run rows and the totals the issue asks for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub runs: usize,
+    pub oom_runs: usize,
+    /// Checkpoints at T−60/−30/−10 that count, and those whose forecast held.
+    pub checkpoints: usize,
+    pub held: usize,
+    /// OOM runs with a forecast shown by T−30 s (of those whose growth had
+    /// begun by then).
+    pub shown_by_30: usize,
+    pub could_show_by_30: usize,
+    /// The slowest leak flag after the start of growth on an OOM run, s.
+    pub slowest_leak_flag_s: Option<f64>,
+    /// OOM runs never flagged.
+    pub never_flagged: usize,
+    pub no_alarm_runs: usize,
+    pub false_alarm_runs: usize,
+}
+
+impl Summary {
+    pub fn of(runs: &[RunScore]) -> Summary {
+        let mut s = Summary {
+            runs: runs.len(),
+            ..Summary::default()
+        };
+        for r in runs {
+            match r.expect {
+                Expect::NoAlarm => {
+                    s.no_alarm_runs += 1;
+                    s.false_alarm_runs += usize::from(!r.false_alarms.is_empty());
+                }
+                Expect::Oom => {
+                    s.oom_runs += 1;
+                    for c in r.checkpoints.iter().filter(|c| c.lead_s <= 60 && c.counts) {
+                        s.checkpoints += 1;
+                        s.held += usize::from(c.shown.is_some_and(|x| x.held));
+                    }
+                    if let Some(c) = r.checkpoints.iter().find(|c| c.lead_s == 30 && c.counts) {
+                        s.could_show_by_30 += 1;
+                        s.shown_by_30 += usize::from(c.shown.is_some());
+                    }
+                    match r.leak_flag_after_growth_s {
+                        Some(x) => {
+                            s.slowest_leak_flag_s =
+                                Some(s.slowest_leak_flag_s.map_or(x, |m: f64| m.max(x)))
+                        }
+                        None => s.never_flagged += 1,
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// The markdown table of `runs` and a line of totals, as docs/analysis.md
+/// holds it.
+pub fn markdown(runs: &[RunScore]) -> String {
+    let mut out = String::from(
+        "| run | expect | growth→OOM | T−120 s | T−60 s | T−30 s | T−10 s | first forecast | leak flag | false alarms |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    let dur = |s: f64| crate::model::units::duration_short(s.max(0.0).round() as u64);
+    for r in runs {
+        let cells: Vec<String> = r
+            .checkpoints
+            .iter()
+            .map(|c| match (r.expect, c.counts, c.shown) {
+                (Expect::NoAlarm, _, _) => "—".into(),
+                (_, false, _) => "(before growth)".into(),
+                (_, true, None) => "none ✗".into(),
+                (_, true, Some(s)) => format!(
+                    "{} ({}–{}) {}",
+                    dur(s.eta_s),
+                    dur(s.low_s),
+                    s.high_s.map_or("?".into(), dur),
+                    if s.held { "✓" } else { "✗" }
+                ),
+            })
+            .collect();
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            r.label.replace('|', "/"),
+            match r.expect {
+                Expect::Oom => "OOM",
+                Expect::NoAlarm => "no alarm",
+            },
+            r.growth_to_oom_s.map_or("—".into(), dur),
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            r.first_forecast_before_oom_s
+                .map_or("none".into(), |s| match r.expect {
+                    Expect::Oom => format!("T−{}", dur(s)),
+                    Expect::NoAlarm => format!("+{}", dur(s)),
+                }),
+            r.leak_flag_after_growth_s
+                .map_or("none".into(), |s| format!("+{}", dur(s))),
+            if r.false_alarms.is_empty() {
+                "0".into()
+            } else {
+                r.false_alarms.join("; ").replace('|', "/")
+            },
+        ));
+    }
+    let s = Summary::of(runs);
+    out.push_str(&format!(
+        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}); shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} OOM runs never flagged); false alarms on {} of {} runs that must not alarm.\n",
+        s.runs,
+        s.oom_runs,
+        s.no_alarm_runs,
+        s.held,
+        s.checkpoints,
+        pct(s.held, s.checkpoints),
+        s.shown_by_30,
+        s.could_show_by_30,
+        s.slowest_leak_flag_s.map_or("—".into(), dur),
+        s.never_flagged,
+        s.false_alarm_runs,
+        s.no_alarm_runs,
+    ));
+    out
+}
+
+fn pct(a: usize, b: usize) -> String {
+    if b == 0 {
+        "—".into()
+    } else {
+        format!("{:.0} %", a as f64 * 100.0 / b as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+//! The truth scorer on runs whose answer is known by construction.
+
+use super::*;
+use crate::model::{GpuSample, MemInfo, ProcSample};
+
+const T0: Millis = 1_800_000_000_000;
+const GIB: u64 = 1 << 30;
+
+/// One GPU of 100 GiB; `used(s)` bytes at second `s`, all of it one process.
+fn run(seconds: u64, used: impl Fn(u64) -> u64) -> Vec<Snapshot> {
+    (0..seconds)
+        .map(|s| {
+            let u = used(s).min(100 * GIB);
+            Snapshot {
+                seq: s,
+                t_ms: T0 + s * 1000,
+                gpus: vec![GpuSample {
+                    index: 0,
+                    mem: Some(MemInfo {
+                        used: u,
+                        reserved: 0,
+                        free: 100 * GIB - u,
+                        total: 100 * GIB,
+                    }),
+                    mem_peak: Some(u),
+                    ..Default::default()
+                }],
+                procs: vec![ProcSample {
+                    pid: 7,
+                    start_time: 1,
+                    gpu: 0,
+                    mem: Some(u),
+                    mem_peak: Some(u),
+                    ..Default::default()
+                }],
+                events: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+fn truth(expect: Expect, growth_s: Option<u64>, oom_s: Option<u64>) -> Truth {
+    Truth {
+        workload: "test".into(),
+        variant: None,
+        speed: Some(1.0),
+        device: Some(0),
+        device_uuid: None,
+        pids: vec![7],
+        start_unix_ms: T0,
+        growth_start_unix_ms: growth_s.map(|s| T0 + s * 1000),
+        oom_unix_ms: oom_s.map(|s| T0 + s * 1000),
+        oom_pid: oom_s.map(|_| 7),
+        expect,
+    }
+}
+
+#[test]
+fn a_steady_leak_is_forecast_at_every_checkpoint_after_its_start() {
+    // 10 GiB, then 0.5 GiB/s from 10 s: full at 190 s.
+    let used = |s: u64| 10 * GIB + s.saturating_sub(10) * GIB / 2;
+    let snaps = run(191, used);
+    let t = truth(Expect::Oom, Some(10), Some(190));
+    let r = score_run("leak", &t, 0, &AnalysisConfig::default(), snaps);
+    let (counted, held) = r.held();
+    assert_eq!(counted, 4, "{r:?}");
+    assert_eq!(held, 4, "{r:?}");
+    assert!(
+        r.leak_flag_after_growth_s.is_some_and(|s| s <= 25.0),
+        "{r:?}"
+    );
+    assert!(r.false_alarms.is_empty());
+    let s = Summary::of(std::slice::from_ref(&r));
+    assert_eq!((s.checkpoints, s.held, s.shown_by_30), (3, 3, 1));
+    let md = markdown(&[r]);
+    assert!(md.contains("| test ×1 | OOM |"), "{md}");
+    assert!(md.contains("3 of 3 checkpoints"), "{md}");
+}
+
+#[test]
+fn checkpoints_before_the_growth_do_not_count() {
+    // Growth starts 50 s before the OOM: T−120 and T−60 cannot count.
+    let used = |s: u64| 50 * GIB + s.saturating_sub(100) * GIB;
+    let t = truth(Expect::Oom, Some(100), Some(150));
+    let r = score_run("late", &t, 0, &AnalysisConfig::default(), run(151, used));
+    let counts: Vec<bool> = r.checkpoints.iter().map(|c| c.counts).collect();
+    assert_eq!(counts, [false, false, true, true]);
+}
+
+#[test]
+fn a_flat_run_that_must_not_alarm_has_no_false_alarm() {
+    let t = truth(Expect::NoAlarm, None, None);
+    let r = score_run(
+        "flat",
+        &t,
+        0,
+        &AnalysisConfig::default(),
+        run(120, |_| 40 * GIB),
+    );
+    assert!(r.false_alarms.is_empty(), "{r:?}");
+    assert!(r.checkpoints.iter().all(|c| !c.counts));
+}
+
+#[test]
+fn a_leak_on_a_run_that_must_not_alarm_is_a_false_alarm() {
+    let used = |s: u64| 10 * GIB + s * GIB / 2;
+    let t = truth(Expect::NoAlarm, Some(0), None);
+    let r = score_run("x", &t, 0, &AnalysisConfig::default(), run(120, used));
+    assert!(!r.false_alarms.is_empty());
+    assert_eq!(Summary::of(&[r]).false_alarm_runs, 1);
+}
+
+#[test]
+fn truth_files_are_read_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.json");
+    std::fs::write(
+        &p,
+        r#"{"workload":"leak_keep","variant":null,"speed":1.5,"device":1,"pids":[5],
+            "start_unix_ms":1,"growth_start_unix_ms":2,"oom_unix_ms":3,"expect":"oom","extra":true}"#,
+    )
+    .unwrap();
+    let t = Truth::read(&p).unwrap();
+    assert_eq!(t.expect, Expect::Oom);
+    assert_eq!(t.label(), "leak_keep ×1.5");
+    std::fs::write(&p, r#"{"workload":"w","start_unix_ms":1,"expect":"oom"}"#).unwrap();
+    let e = Truth::read(&p).unwrap_err().to_string();
+    assert!(e.contains("no oom_unix_ms"), "{e}");
+    std::fs::write(&p, "{\n  \"workload\": 5\n}").unwrap();
+    let e = Truth::read(&p).unwrap_err().to_string();
+    assert!(e.contains("line 2"), "{e}");
+}
+
+#[test]
+fn the_gpu_is_found_by_uuid_first() {
+    let mut t = truth(Expect::Oom, None, Some(1));
+    t.device = Some(0);
+    t.device_uuid = Some("GPU-ABC".into());
+    let system = SystemInfo {
+        gpus: vec![
+            crate::model::DeviceInfo {
+                index: 0,
+                uuid: "GPU-xyz".into(),
+                ..Default::default()
+            },
+            crate::model::DeviceInfo {
+                index: 1,
+                uuid: "gpu-abc".into(),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    assert_eq!(t.gpu_in(&system), Some(1));
+    t.device_uuid = None;
+    assert_eq!(t.gpu_in(&system), Some(0));
+}

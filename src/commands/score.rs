@@ -1,0 +1,84 @@
+//! `vramwatch score RECORDING…`: how well the analysis foresaw what really
+//! happened in recorded runs. Each recording comes with its ground truth
+//! (`--truth FILE`, or `<name>.truth.json` beside `<name>.jsonl[.zst]`, as
+//! `python/workloads/run_corpus.sh` writes them); the recording is analysed
+//! snapshot by snapshot exactly as the dashboard would have, and the
+//! forecasts at T−120/−60/−30/−10 s before each OOM, the leak flag and any
+//! false alarm are printed as a markdown table (docs/analysis.md), or JSON.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::analysis::AnalysisConfig;
+use crate::analysis::truth::{RunScore, Summary, Truth, markdown, score_run};
+use crate::cli::{ScoreArgs, SourceArgs};
+use crate::record::Recording;
+
+/// `<dir>/<name>.truth.json` for `<dir>/<name>.jsonl[.zst]`.
+pub fn truth_beside(recording: &Path) -> PathBuf {
+    let name = recording
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name
+        .strip_suffix(".jsonl.zst")
+        .or_else(|| name.strip_suffix(".jsonl"))
+        .unwrap_or(&name);
+    recording.with_file_name(format!("{stem}.truth.json"))
+}
+
+/// Scores one recording against its truth.
+pub fn score_file(recording: &Path, truth: &Path, cfg: &AnalysisConfig) -> Result<RunScore> {
+    let t = Truth::read(truth)?;
+    let rec = Recording::open(recording)?;
+    let system = rec.system();
+    let Some(gpu) = t.gpu_in(&system) else {
+        bail!(
+            "{}: says neither device nor device_uuid, so its GPU in {} is unknown",
+            truth.display(),
+            recording.display()
+        );
+    };
+    if !system.gpus.iter().any(|g| g.index == gpu) {
+        bail!(
+            "{}: GPU {gpu} (from {}) is not in the recording ({} GPU(s))",
+            recording.display(),
+            truth.display(),
+            system.gpus.len()
+        );
+    }
+    // An unreadable snapshot is skipped (the reader says which), as replay does.
+    let snaps = rec.iter().filter_map(Result::ok);
+    let name = recording
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(score_run(&name, &t, gpu, cfg, snaps))
+}
+
+pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
+    if args.truth.is_some() && args.recordings.len() != 1 {
+        bail!(
+            "--truth names the truth of one recording; give one recording, or none of --truth to use <name>.truth.json beside each"
+        );
+    }
+    let config = crate::config::load(src.config.as_deref())?;
+    let cfg = AnalysisConfig::from_config(&config);
+    let mut runs = Vec::new();
+    for r in &args.recordings {
+        let truth = args.truth.clone().unwrap_or_else(|| truth_beside(r));
+        let s = score_file(r, &truth, &cfg).with_context(|| format!("scoring {}", r.display()))?;
+        runs.push(s);
+    }
+    if args.json {
+        let out = serde_json::json!({
+            "runs": runs,
+            "summary": Summary::of(&runs),
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", markdown(&runs));
+    }
+    Ok(())
+}
