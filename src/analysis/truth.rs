@@ -238,14 +238,17 @@ pub fn score_run(
         if let Some(f) = forecast {
             first_forecast.get_or_insert(t);
             let left = f.eta_s - t.saturating_sub(f.made_ms) as f64 / 1000.0;
-            if truth.expect == Expect::NoAlarm && left < FALSE_ALARM_BELOW_S {
-                if false_alarms.is_empty() {
-                    false_alarms.push(format!(
-                        "forecast {} shown {} s after the start",
-                        f.label(),
-                        t.saturating_sub(truth.start_unix_ms) / 1000
-                    ));
-                }
+            if truth.expect == Expect::NoAlarm
+                && left < FALSE_ALARM_BELOW_S
+                && !false_alarms
+                    .iter()
+                    .any(|a: &String| a.starts_with("forecast"))
+            {
+                false_alarms.push(format!(
+                    "forecast {} shown {} s after the start",
+                    f.label(),
+                    t.saturating_sub(truth.start_unix_ms) / 1000
+                ));
             }
         }
         let leak = analyzer
