@@ -653,8 +653,16 @@ mod tests {
             h.push(&snap(i as u64 * 1000, used, &[(1, used)]));
         }
         let p = h.process(&id(1)).unwrap().clone();
-        assert_eq!(h.gpu_peak_at(0, 4), Some((950, 3000)), "the newest: since start");
-        assert_eq!(h.gpu_peak_at(0, 2), Some((900, 1000)), "not the 950 read later");
+        assert_eq!(
+            h.gpu_peak_at(0, 4),
+            Some((950, 3000)),
+            "the newest: since start"
+        );
+        assert_eq!(
+            h.gpu_peak_at(0, 2),
+            Some((900, 1000)),
+            "not the 950 read later"
+        );
         assert_eq!(h.gpu_peak_at(0, 0), Some((100, 0)));
         assert_eq!(h.proc_peak_at(&p, 2), Some((900, 1000)));
         assert_eq!(h.proc_peak_at(&p, 4), Some((950, 3000)));

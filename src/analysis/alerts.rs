@@ -51,7 +51,10 @@ impl AlertKind {
     /// GPU reaches every day, are shown and sent to the alert command but
     /// kept quiet, so the bell keeps meaning "memory".
     pub fn rings(self) -> bool {
-        !matches!(self, AlertKind::TemperatureCritical | AlertKind::PowerCritical)
+        !matches!(
+            self,
+            AlertKind::TemperatureCritical | AlertKind::PowerCritical
+        )
     }
 
     /// The name in `VRAMWATCH_ALERT_KIND` and in recordings.
@@ -400,7 +403,11 @@ mod tests {
         for s in 0..70u64 {
             let mut g = gpu_at(10);
             g.power_limit_mw = Some(700_000);
-            g.power_mw = Some(if s % 4 == 3 { 420_000 } else { 690_000 + (s % 2) as u32 * 3_000 });
+            g.power_mw = Some(if s % 4 == 3 {
+                420_000
+            } else {
+                690_000 + (s % 2) as u32 * 3_000
+            });
             fired += a.check(s * 1000, &g, None, &lv).len();
         }
         assert_eq!(fired, 1);

@@ -231,7 +231,10 @@ impl App {
             .filter(|e| {
                 matches!(
                     e.kind,
-                    EventKind::Alert | EventKind::SuspectedOom | EventKind::Xid | EventKind::GpuLost
+                    EventKind::Alert
+                        | EventKind::SuspectedOom
+                        | EventKind::Xid
+                        | EventKind::GpuLost
                 )
             })
             .count()

@@ -160,12 +160,46 @@ fn short_name(name: &str) -> &str {
 impl Widget for &GpuCard<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.app;
+        let slot = app.slot().unwrap_or(0);
+        let g = app.history().gpu_at(self.index, slot);
+        let block = self.block(g);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        let Some(g) = g.filter(|g| g.state != GpuState::Lost) else {
+            Line::from(Span::styled(
+                " no readings: the GPU is lost or not yet sampled",
+                app.theme().crit,
+            ))
+            .render(inner, buf);
+            return;
+        };
+        // One line each, as many as fit, in this order.
+        let row = |n: u16| Rect::new(inner.x, inner.y + n, inner.width, 1);
+        Line::from(self.memory_line(g, slot, inner.width)).render(row(0), buf);
+        if inner.height < 2 {
+            return;
+        }
+        self.sparklines(g, slot, row(1), buf);
+        if inner.height < 3 {
+            return;
+        }
+        Line::from(self.readings_line(g)).render(row(2), buf);
+        if inner.height < 4 {
+            return;
+        }
+        Line::from(self.trend_line(g, slot)).render(row(3), buf);
+    }
+}
+
+impl GpuCard<'_> {
+    /// The border, with the GPU's number, name and state on the left and
+    /// its P-state and bus id on the right.
+    fn block(&self, g: Option<&GpuSample>) -> Block<'static> {
+        let app = self.app;
         let t = app.theme();
         let i = self.index;
         let info = app.system().gpus.get(i);
         let name = info.map_or("GPU", |d| d.name.as_str());
-        let slot = app.slot().unwrap_or(0);
-        let g = app.history().gpu_at(i, slot);
         let border = if self.selected && app.nav().focus == Pane::Gpus {
             t.focus_border
         } else {
@@ -196,24 +230,18 @@ impl Widget for &GpuCard<'_> {
                 s
             })
             .unwrap_or_default();
-        let block = Block::default()
+        Block::default()
             .borders(Borders::ALL)
             .border_style(border)
             .title(Line::from(title))
-            .title(Line::from(Span::styled(right, t.dim)).right_aligned());
-        let inner = block.inner(area);
-        block.render(area, buf);
-        let Some(g) = g.filter(|g| g.state != GpuState::Lost) else {
-            Line::from(Span::styled(
-                " no readings: the GPU is lost or not yet sampled",
-                t.crit,
-            ))
-            .render(inner, buf);
-            return;
-        };
-        let w = inner.width;
-        let peak = app.history().gpu_peak(i);
-        // Line 1: memory.
+            .title(Line::from(Span::styled(right, t.dim)).right_aligned())
+    }
+
+    /// Line 1: the memory bar, used of total, reserved, unaccounted, peak.
+    fn memory_line(&self, g: &GpuSample, slot: u64, w: u16) -> Vec<Span<'static>> {
+        let app = self.app;
+        let t = app.theme();
+        let peak = app.history().gpu_peak(self.index);
         let mut l1: Vec<Span> = vec![Span::styled("MEM ", t.label)];
         let bar_w = (w / 3).clamp(10, 60);
         l1.extend(memory_bar(app, g, peak.map(|p| p.0), bar_w));
@@ -221,7 +249,7 @@ impl Widget for &GpuCard<'_> {
             l1.extend(used_of_total(app, g, m, " / "));
             l1.push(Span::styled("  resv ", t.dim));
             l1.push(Span::raw(format!("{:>5}", bytes_short(m.reserved))));
-            if let Some(u) = unaccounted(app, i, slot, g) {
+            if let Some(u) = unaccounted(app, self.index, slot, g) {
                 l1.push(Span::styled("  unaccounted ", t.dim));
                 l1.push(Span::raw(format!("{:>5}", bytes_short(u))));
             }
@@ -232,14 +260,18 @@ impl Widget for &GpuCard<'_> {
                 l1.push(Span::styled(format!("{:>5}", bytes_short(p)), t.peak_mark));
             }
         }
-        Line::from(l1).render(Rect::new(inner.x, inner.y, w, 1), buf);
-        if inner.height < 2 {
-            return;
-        }
-        // Line 2: sparklines of per-interval peaks (fast lane) and utilisation.
-        let y2 = inner.y + 1;
+        l1
+    }
+
+    /// Line 2, drawn into `row`: sparklines of per-interval peaks (fast
+    /// lane) and utilisation, side by side.
+    fn sparklines(&self, g: &GpuSample, slot: u64, row: Rect, buf: &mut Buffer) {
+        let app = self.app;
+        let t = app.theme();
+        let i = self.index;
+        let (x, y2, w) = (row.x, row.y, row.width);
         let half = w.saturating_sub(12) / 2;
-        Line::from(Span::styled("mem ", t.label)).render(Rect::new(inner.x, y2, 4, 1), buf);
+        Line::from(Span::styled("mem ", t.label)).render(Rect::new(x, y2, 4, 1), buf);
         let total = g.mem.map_or(1, |m| m.total / MIB);
         let mem_data = series(app, i, slot, half as usize, Agg::Max, |g| {
             g.mem_peak.or(g.mem.map(|m| m.used)).map(|b| b / MIB)
@@ -248,10 +280,10 @@ impl Widget for &GpuCard<'_> {
             mem_data,
             total,
             t.spark_mem,
-            Rect::new(inner.x + 4, y2, half, 1),
+            Rect::new(x + 4, y2, half, 1),
             buf,
         );
-        let ux = inner.x + 4 + half + 2;
+        let ux = x + 4 + half + 2;
         Line::from(Span::styled("util ", t.label)).render(Rect::new(ux, y2, 5, 1), buf);
         let util_data = series(app, i, slot, half as usize, Agg::Mean, |g| {
             g.util_gpu.map(u64::from)
@@ -260,16 +292,19 @@ impl Widget for &GpuCard<'_> {
             util_data,
             100,
             t.spark_util,
-            Rect::new(ux + 5, y2, half.min(w.saturating_sub(ux - inner.x + 5)), 1),
+            Rect::new(ux + 5, y2, half.min(w.saturating_sub(ux - x + 5)), 1),
             buf,
         );
-        if inner.height < 3 {
-            return;
-        }
-        // Line 3: readings.
+    }
+
+    /// Line 3: utilisation, memory bandwidth, temperature, power, clocks
+    /// and fan. Fixed widths: a changing figure does not move its
+    /// neighbours (each move would rewrite the rest of the line on the
+    /// terminal).
+    fn readings_line(&self, g: &GpuSample) -> Vec<Span<'static>> {
+        let app = self.app;
+        let t = app.theme();
         let th = &app.config().thresholds;
-        // Fixed widths: a changing figure does not move its neighbours
-        // (each move would rewrite the rest of the line on the terminal).
         let mut l3: Vec<Span> = vec![Span::styled("UTIL", t.label)];
         let na = |w: usize| Span::styled(format!(" {:>w$}", "N/A"), t.dim);
         match g.util_gpu {
@@ -311,17 +346,26 @@ impl Widget for &GpuCard<'_> {
             g.mem_clock_mhz
                 .map_or(" N/A".into(), |c| format!("{c:>4} MHz")),
         ));
-        if info.is_some_and(|d| d.num_fans > 0) {
+        if app
+            .system()
+            .gpus
+            .get(self.index)
+            .is_some_and(|d| d.num_fans > 0)
+        {
             l3.push(Span::styled("  FAN ", t.label));
             l3.push(Span::raw(
                 g.fan_pct.map_or("N/A".into(), |f| format!("{f}%")),
             ));
         }
-        Line::from(l3).render(Rect::new(inner.x, inner.y + 2, w, 1), buf);
-        if inner.height < 4 {
-            return;
-        }
-        // Line 4: where memory is going, and the slow lane.
+        l3
+    }
+
+    /// Line 4: where memory is going (processes, trend, forecast), then the
+    /// slow lane (PCIe, BAR1, ECC).
+    fn trend_line(&self, g: &GpuSample, slot: u64) -> Vec<Span<'static>> {
+        let app = self.app;
+        let t = app.theme();
+        let i = self.index;
         let mut l4: Vec<Span> = Vec::new();
         let procs = app
             .history()
@@ -356,29 +400,36 @@ impl Widget for &GpuCard<'_> {
                 l4.extend(value(eta.describe(), sev, t));
             }
         }
-        if let (Some(rx), Some(tx)) = (g.pcie_rx_kbs, g.pcie_tx_kbs) {
-            l4.push(Span::styled("  PCIe ", t.label));
-            l4.push(Span::raw(format!(
-                "↓{} ↑{}/s",
-                bytes_short(rx as u64 * 1024),
-                bytes_short(tx as u64 * 1024)
-            )));
-        }
-        if let Some(b) = g.bar1 {
-            l4.push(Span::styled("  BAR1 ", t.label));
-            l4.push(Span::raw(format!(
-                "{}/{}",
-                bytes_short(b.used),
-                bytes_short(b.total)
-            )));
-        }
-        if let Some(e) = g.ecc_volatile
-            && e > 0
-        {
-            l4.push(Span::styled(format!("  ECC {e}"), t.crit));
-        }
-        Line::from(l4).render(Rect::new(inner.x, inner.y + 3, w, 1), buf);
+        l4.extend(slow_lane(g, t));
+        l4
     }
+}
+
+/// PCIe throughput, BAR1 and volatile ECC errors, where known.
+fn slow_lane(g: &GpuSample, t: &Theme) -> Vec<Span<'static>> {
+    let mut out = Vec::new();
+    if let (Some(rx), Some(tx)) = (g.pcie_rx_kbs, g.pcie_tx_kbs) {
+        out.push(Span::styled("  PCIe ", t.label));
+        out.push(Span::raw(format!(
+            "↓{} ↑{}/s",
+            bytes_short(rx as u64 * 1024),
+            bytes_short(tx as u64 * 1024)
+        )));
+    }
+    if let Some(b) = g.bar1 {
+        out.push(Span::styled("  BAR1 ", t.label));
+        out.push(Span::raw(format!(
+            "{}/{}",
+            bytes_short(b.used),
+            bytes_short(b.total)
+        )));
+    }
+    if let Some(e) = g.ecc_volatile
+        && e > 0
+    {
+        out.push(Span::styled(format!("  ECC {e}"), t.crit));
+    }
+    out
 }
 
 /// One line per GPU, for many GPUs or short terminals.
@@ -445,38 +496,46 @@ impl Widget for &GpuLine<'_> {
             );
             x += spark_w + 1;
         }
-        let th = &app.config().thresholds;
-        let mut tail: Vec<Span> = vec![Span::raw(" ")];
-        match g.util_gpu {
-            Some(u) => tail.extend(value(format!("{u:>3}%"), th.utilization.grade(u as f64), t)),
-            None => tail.push(Span::styled(" N/A", t.dim)),
-        }
-        if let Some(c) = g.temp_c {
-            tail.push(Span::raw(" "));
-            tail.extend(value(format!("{c}°C"), th.temperature.grade(c as f64), t));
-        }
-        if let (Some(p), Some((_, sev))) = (g.power_mw, power_level(app, g)) {
-            tail.push(Span::raw(" "));
-            tail.extend(value(format!("{}W", p / 1000), sev, t));
-        }
-        if let Some(ins) = app.gpu_insight(i) {
-            if matches!(ins.phase, Phase::Growing | Phase::Shrinking)
-                && ins.rate_bps.abs() >= MIB as f64
-            {
-                tail.push(Span::styled(
-                    format!(" {}", rate_short(ins.rate_bps)),
-                    t.warn,
-                ));
-            }
-            if let Some(eta) = ins.full_in {
-                tail.push(Span::styled(
-                    format!(" full~{}", duration_short(eta.eta_s.round() as u64)),
-                    t.crit,
-                ));
-            }
-        }
         if x < area.x + area.width {
-            Line::from(tail).render(Rect::new(x, area.y, area.x + area.width - x, 1), buf);
+            Line::from(line_tail(app, i, g))
+                .render(Rect::new(x, area.y, area.x + area.width - x, 1), buf);
         }
     }
+}
+
+/// The end of a GPU line: utilisation, temperature, power, then the trend
+/// when memory moves by at least 1 MiB/s and the forecast.
+fn line_tail(app: &App, i: usize, g: &GpuSample) -> Vec<Span<'static>> {
+    let t = app.theme();
+    let th = &app.config().thresholds;
+    let mut tail: Vec<Span> = vec![Span::raw(" ")];
+    match g.util_gpu {
+        Some(u) => tail.extend(value(format!("{u:>3}%"), th.utilization.grade(u as f64), t)),
+        None => tail.push(Span::styled(" N/A", t.dim)),
+    }
+    if let Some(c) = g.temp_c {
+        tail.push(Span::raw(" "));
+        tail.extend(value(format!("{c}°C"), th.temperature.grade(c as f64), t));
+    }
+    if let (Some(p), Some((_, sev))) = (g.power_mw, power_level(app, g)) {
+        tail.push(Span::raw(" "));
+        tail.extend(value(format!("{}W", p / 1000), sev, t));
+    }
+    if let Some(ins) = app.gpu_insight(i) {
+        if matches!(ins.phase, Phase::Growing | Phase::Shrinking)
+            && ins.rate_bps.abs() >= MIB as f64
+        {
+            tail.push(Span::styled(
+                format!(" {}", rate_short(ins.rate_bps)),
+                t.warn,
+            ));
+        }
+        if let Some(eta) = ins.full_in {
+            tail.push(Span::styled(
+                format!(" full~{}", duration_short(eta.eta_s.round() as u64)),
+                t.crit,
+            ));
+        }
+    }
+    tail
 }

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use crate::app::App;
-use crate::history::{ProcId, ProcSeries};
+use crate::history::{ProcId, ProcPoint, ProcSeries};
 use crate::model::units::{GIB, bytes_short, duration_short, rate_short};
 use crate::ui::chart::{Series, TimeChart};
 
@@ -22,7 +22,7 @@ pub fn window_points(
     s: &ProcSeries,
     slot: u64,
     span_slots: u64,
-    f: impl Fn(&crate::history::ProcPoint) -> Option<f64>,
+    f: impl Fn(&ProcPoint) -> Option<f64>,
 ) -> Vec<(f64, Option<f64>)> {
     let now = app.history().time_at(slot).unwrap_or(0) as f64;
     let from = slot.saturating_sub(span_slots).max(s.first_slot());
@@ -37,32 +37,17 @@ pub fn window_points(
 impl Widget for &ProcessView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.app;
-        let t = app.theme();
         let Some(s) = app.history().process(&self.id) else {
             Paragraph::new(Span::styled(
                 " this process is no longer in history (Esc to go back)",
-                t.dim,
+                app.theme().dim,
             ))
             .render(area, buf);
             return;
         };
         let slot = app.slot().unwrap_or(0);
         let p = s.at(slot).or_else(|| s.at(s.last_slot));
-        let alive = s.at(slot).is_some();
-        let f = &s.facts;
-        let state = if alive {
-            Span::styled(" running ", t.ok)
-        } else {
-            Span::styled(" exited ", t.exited)
-        };
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_style(t.border)
-            .title(Line::from(vec![
-                Span::styled(format!(" PID {} ", self.id.key.pid), t.title),
-                Span::styled(format!("on GPU {} ", self.id.gpu), t.text),
-            ]))
-            .title(Line::from(state).right_aligned());
+        let block = self.block(s.at(slot).is_some());
         let inner = block.inner(area);
         block.render(area, buf);
         let torch = s.torch.is_some();
@@ -83,8 +68,47 @@ impl Widget for &ProcessView<'_> {
         } else {
             [charts_a, Rect::default()]
         };
+        Paragraph::new(self.facts(s))
+            .wrap(Wrap { trim: false })
+            .render(facts_a, buf);
+        self.memory_chart(s, slot, chart_a, buf);
+        Paragraph::new(vec![self.memory_figures(s, p), self.host_figures(p)]).render(stats_a, buf);
+        if let Some(alloc) = &alloc {
+            (&crate::ui::allocator::AllocatorChart {
+                app,
+                series: s,
+                slot,
+            })
+                .render(alloc_chart_a, buf);
+            alloc.render(alloc_a, buf);
+        }
+    }
+}
 
-        // Facts.
+impl ProcessView<'_> {
+    /// The border: PID and GPU on the left, running or exited on the right.
+    fn block(&self, alive: bool) -> Block<'static> {
+        let t = self.app.theme();
+        let state = if alive {
+            Span::styled(" running ", t.ok)
+        } else {
+            Span::styled(" exited ", t.exited)
+        };
+        Block::default()
+            .borders(Borders::ALL)
+            .border_style(t.border)
+            .title(Line::from(vec![
+                Span::styled(format!(" PID {} ", self.id.key.pid), t.title),
+                Span::styled(format!("on GPU {} ", self.id.gpu), t.text),
+            ]))
+            .title(Line::from(state).right_aligned())
+    }
+
+    /// The facts: user, type, container, start, working directory, command.
+    fn facts(&self, s: &ProcSeries) -> Vec<Line<'static>> {
+        let app = self.app;
+        let t = app.theme();
+        let f = &s.facts;
         let start_ms = if self.id.key.start_time > 0 {
             self.id.key.start_time * 1000
         } else {
@@ -117,7 +141,7 @@ impl Widget for &ProcessView<'_> {
         } else {
             "…".into()
         };
-        let lines = vec![
+        vec![
             Line::from(l1),
             Line::from(vec![Span::styled("cwd ", t.label), Span::raw(cwd)]),
             Line::from(vec![
@@ -130,13 +154,14 @@ impl Widget for &ProcessView<'_> {
                         .to_string(),
                 ),
             ]),
-        ];
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .render(facts_a, buf);
+        ]
+    }
 
-        // Memory over time, the peak marked.
-        let span_slots = (chart_a.width as u64 * 2).max(60);
+    /// Memory over time, the fast lane's peaks and the highest peak marked.
+    fn memory_chart(&self, s: &ProcSeries, slot: u64, area: Rect, buf: &mut Buffer) {
+        let app = self.app;
+        let t = app.theme();
+        let span_slots = (area.width as u64 * 2).max(60);
         let gib = |b: u64| b as f64 / GIB as f64;
         let mem = window_points(app, s, slot, span_slots, |p| p.mem.map(gib));
         let peaks = window_points(app, s, slot, span_slots, |p| {
@@ -182,9 +207,14 @@ impl Widget for &ProcessView<'_> {
             y_label: &label,
             theme: t,
         }
-        .render(chart_a, buf);
+        .render(area, buf);
+    }
 
-        // Figures.
+    /// Memory now and at its peak, then the analysis: growth, phase, leak,
+    /// forecast.
+    fn memory_figures(&self, s: &ProcSeries, p: Option<&ProcPoint>) -> Line<'static> {
+        let app = self.app;
+        let t = app.theme();
         let mut l1 = vec![
             Span::styled("now ", t.label),
             Span::raw(p.and_then(|p| p.mem).map_or("N/A".into(), bytes_short)),
@@ -207,8 +237,14 @@ impl Widget for &ProcessView<'_> {
                 l1.push(Span::styled(eta.describe(), t.crit));
             }
         }
+        Line::from(l1)
+    }
+
+    /// Utilisation on the GPU and figures on the host.
+    fn host_figures(&self, p: Option<&ProcPoint>) -> Line<'static> {
+        let t = self.app.theme();
         let pct = |v: Option<u32>| v.map_or("N/A".into(), |v| format!("{v}%"));
-        let l2 = vec![
+        Line::from(vec![
             Span::styled("SM ", t.label),
             Span::raw(pct(p.and_then(|p| p.sm_util))),
             Span::styled("  MEM BW ", t.label),
@@ -224,16 +260,6 @@ impl Widget for &ProcessView<'_> {
             ),
             Span::styled("  RSS ", t.label),
             Span::raw(p.and_then(|p| p.rss).map_or("N/A".into(), bytes_short)),
-        ];
-        Paragraph::new(vec![Line::from(l1), Line::from(l2)]).render(stats_a, buf);
-        if let Some(alloc) = &alloc {
-            (&crate::ui::allocator::AllocatorChart {
-                app,
-                series: s,
-                slot,
-            })
-                .render(alloc_chart_a, buf);
-            alloc.render(alloc_a, buf);
-        }
+        ])
     }
 }

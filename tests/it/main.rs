@@ -1,0 +1,27 @@
+//! The integration tests, as one test binary: each former `tests/*.rs` is a
+//! module here, so the crate is linked once for all of them rather than once
+//! per file. Run one area with `cargo test --test it tui::` (or any part of
+//! a test's path).
+//!
+//! The modules share one process and run on parallel threads: a test must
+//! not change process-wide state (environment variables, the current
+//! directory, signal dispositions, the panic hook) and must keep its files
+//! in a temporary directory of its own.
+
+mod common;
+
+mod analysis_hook;
+mod analysis_props;
+mod analysis_sim;
+mod cli;
+mod config_cli;
+mod gpu_compare;
+mod h200_recordings;
+mod prometheus;
+mod prometheus_docs;
+mod python_pkg;
+mod record;
+mod record_cli;
+mod tmux;
+mod torch_alloc;
+mod tui;

@@ -1,0 +1,278 @@
+//! The real terminal: vramwatch in tmux over a pty, driven with send-keys,
+//! read back with capture-pane — and the terminal is back to normal after
+//! `q`, Ctrl-C and SIGTERM. Skips without tmux unless
+//! VRAMWATCH_REQUIRE_TOOLS=1.
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_vramwatch");
+
+/// A private tmux server (own socket) with one shell at a fixed size.
+struct Tmux {
+    socket: String,
+    dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    fn start(w: u16, h: u16) -> Tmux {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let socket = format!("vw-test-{}-{}", std::process::id(), rand_suffix());
+        let t = Tmux { socket, dir };
+        let shell = "env -i PATH=/usr/bin:/bin TERM=xterm-256color HOME=/tmp PS1='$ ' bash --norc --noprofile";
+        t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            &w.to_string(),
+            "-y",
+            &h.to_string(),
+            shell,
+        ]);
+        t.wait_for("$", Duration::from_secs(5));
+        t
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("-f")
+            .arg("/dev/null")
+            .args(args)
+            .output()
+            .expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.run(&["send-keys", "-t", "t", k]);
+            sleep(Duration::from_millis(120));
+        }
+    }
+
+    fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "t", "-l", line]);
+        self.run(&["send-keys", "-t", "t", "Enter"]);
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-t", "t", "-p"])
+    }
+
+    /// Waits until `needle` is on screen; panics with the screen if not.
+    fn wait_for(&self, needle: &str, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(needle) {
+                return s;
+            }
+            if start.elapsed() > timeout {
+                panic!("`{needle}` did not appear within {timeout:?}; screen:\n{s}");
+            }
+            sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Records `stty -a` to a file, to compare the terminal before and after.
+    fn stty(&self, name: &str) -> String {
+        let p = self.path(name);
+        let marker = format!("saved-{name}");
+        self.type_line(&format!("stty -a > {} && echo {marker}", p.display()));
+        self.wait_for(&format!("\n{marker}"), Duration::from_secs(5));
+        std::fs::read_to_string(p).expect("stty output")
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn start_dashboard(t: &Tmux, extra: &str) -> String {
+    t.type_line(&format!("{BIN} --demo {extra}; echo exit=$?"));
+    t.wait_for("GPU MEM", Duration::from_secs(10))
+}
+
+#[test]
+fn a_new_user_session_in_tmux() {
+    if !common::tool_available("tmux") {
+        return;
+    }
+    let t = Tmux::start(120, 40);
+    let before = t.stty("before");
+    let s = start_dashboard(&t, "");
+    assert!(s.contains("vramwatch") && s.contains("H200"), "{s}");
+    // Wait for a few samples.
+    sleep(Duration::from_millis(2500));
+
+    // j, Enter: the process view of the second row.
+    t.keys(&["j", "Enter"]);
+    let s = t.wait_for("on GPU", Duration::from_secs(3));
+    assert!(
+        s.contains("PID ") && s.contains("GPU memory") && s.contains("command"),
+        "{s}"
+    );
+    t.keys(&["Escape"]);
+    t.wait_for("GPU MEM", Duration::from_secs(3));
+
+    // ?: help lists keys from the key map.
+    t.keys(&["?"]);
+    let s = t.wait_for("help · Esc", Duration::from_secs(3));
+    assert!(s.contains("filter processes") && s.contains("quit"), "{s}");
+    t.keys(&["?"]);
+    t.wait_for("GPU MEM", Duration::from_secs(3));
+
+    // /: filter to one user's processes.
+    t.keys(&["/", "a", "l", "i", "c", "e", "Enter"]);
+    let s = t.wait_for("filter: alice", Duration::from_secs(3));
+    assert!(s.contains("finetune.py"), "{s}");
+    assert!(!s.contains("vllm serve"), "filtered out: {s}");
+    t.keys(&["Escape"]);
+
+    // space: pause; the clock stops while samples go on.
+    t.keys(&["Space"]);
+    let s = t.wait_for("PAUSED", Duration::from_secs(3));
+    sleep(Duration::from_millis(2200));
+    let s2 = t.screen();
+    // The header's clock (left of the pause mark) stays on its moment.
+    let clock = |s: &str| {
+        s.lines()
+            .next()
+            .unwrap_or("")
+            .split('❚')
+            .next()
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert_eq!(clock(&s), clock(&s2), "paused header moved");
+    assert_ne!(
+        s2.lines().next(),
+        s.lines().next(),
+        "the time behind now grows"
+    );
+    t.keys(&["Space"]);
+
+    // q: back to the shell with the terminal as it was.
+    t.keys(&["q"]);
+    let s = t.wait_for("\nexit=0", Duration::from_secs(5));
+    assert!(!s.contains("GPU MEM"), "left the alternate screen: {s}");
+    let after = t.stty("after");
+    assert_eq!(before, after, "terminal modes restored");
+}
+
+#[test]
+fn ctrl_c_and_sigterm_restore_the_terminal() {
+    if !common::tool_available("tmux") {
+        return;
+    }
+    let t = Tmux::start(80, 24);
+    let before = t.stty("before");
+
+    start_dashboard(&t, "");
+    t.keys(&["C-c"]);
+    t.wait_for("\nexit=0", Duration::from_secs(5));
+    assert_eq!(before, t.stty("after-ctrl-c"));
+
+    t.type_line("clear");
+    start_dashboard(&t, "--read-only");
+    let pid_file = t.path("pid");
+    // Find the dashboard's PID from outside and send SIGTERM.
+    let pgrep = Command::new("pgrep")
+        .args(["-n", "-f", &format!("{BIN} --demo --read-only")])
+        .output();
+    let pid = pgrep
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    assert!(!pid.is_empty(), "dashboard pid not found");
+    std::fs::write(&pid_file, &pid).expect("write pid");
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    let s = t.wait_for("\nexit=", Duration::from_secs(5));
+    assert!(s.contains("\nexit=0"), "{s}");
+    assert_eq!(before, t.stty("after-term"));
+}
+
+#[test]
+fn small_and_large_terminals_render() {
+    if !common::tool_available("tmux") {
+        return;
+    }
+    for (w, h, needle) in [
+        (80u16, 24u16, "GPU MEM"),
+        (200, 60, "unaccounted"),
+        (45, 10, "enlarge"),
+    ] {
+        let t = Tmux::start(w, h);
+        t.type_line(&format!("{BIN} --demo; echo exit=$?"));
+        let s = t.wait_for(needle, Duration::from_secs(10));
+        assert!(s.lines().all(|l| l.chars().count() <= w as usize), "{s}");
+        t.keys(&["q"]);
+        t.wait_for("\nexit=0", Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn not_a_terminal_is_a_clear_error() {
+    let out = Command::new(BIN).arg("--demo").output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a terminal") && err.contains("vramwatch snapshot"),
+        "{err}"
+    );
+}
+
+#[test]
+fn replaying_the_h200_recording_steps_to_an_event() {
+    if !common::tool_available("tmux") {
+        return;
+    }
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/h200-2gpu-10min.jsonl.zst"
+    );
+    let t = Tmux::start(120, 40);
+    t.type_line(&format!("{BIN} replay {file}; echo exit=$?"));
+    let s = t.wait_for("1/600", Duration::from_secs(10));
+    assert!(s.contains("NVIDIA H200") && s.contains("580.159.04"), "{s}");
+    // The events pane and the jumps between events.
+    t.keys(&["e"]);
+    t.wait_for("events", Duration::from_secs(3));
+    t.keys(&["]", "]", "]", "]", "]", "]", "]", "]"]);
+    let s = t.wait_for("leaking", Duration::from_secs(5));
+    let header = s.lines().next().unwrap_or("").to_owned();
+    assert!(
+        !header.contains(" 1/600"),
+        "moved along the timeline: {header}"
+    );
+    // The leaking process is in the table, marked.
+    assert!(s.contains("LEAK"), "{s}");
+    t.keys(&["End"]);
+    t.wait_for("600/600", Duration::from_secs(5));
+    t.keys(&["q"]);
+    t.wait_for("\nexit=0", Duration::from_secs(5));
+}
