@@ -241,7 +241,7 @@ impl GpuCard<'_> {
     fn memory_line(&self, g: &GpuSample, slot: u64, w: u16) -> Vec<Span<'static>> {
         let app = self.app;
         let t = app.theme();
-        let peak = app.history().gpu_peak(self.index);
+        let peak = app.gpu_peak(self.index);
         let mut l1: Vec<Span> = vec![Span::styled("MEM ", t.label)];
         let bar_w = (w / 3).clamp(10, 60);
         l1.extend(memory_bar(app, g, peak.map(|p| p.0), bar_w));
@@ -469,7 +469,7 @@ impl Widget for &GpuLine<'_> {
         spans.extend(memory_bar(
             app,
             g,
-            app.history().gpu_peak(i).map(|p| p.0),
+            app.gpu_peak(i).map(|p| p.0),
             bar_w,
         ));
         if let Some(m) = g.mem {

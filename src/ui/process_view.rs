@@ -186,7 +186,7 @@ impl ProcessView<'_> {
                 dots: true,
             },
         ];
-        if let Some((pk, at)) = s.peak {
+        if let Some((pk, at)) = app.proc_peak(s) {
             let now = app.history().time_at(slot).unwrap_or(0);
             let x = (at as f64 - now as f64) / 1000.0;
             if x >= -span_s && x <= 0.0 {
@@ -219,7 +219,7 @@ impl ProcessView<'_> {
             Span::styled("now ", t.label),
             Span::raw(p.and_then(|p| p.mem).map_or("N/A".into(), bytes_short)),
         ];
-        if let Some((pk, at)) = s.peak {
+        if let Some((pk, at)) = app.proc_peak(s) {
             l1.push(Span::styled("  peak ", t.label));
             l1.push(Span::styled(bytes_short(pk), t.peak_mark));
             l1.push(Span::styled(format!(" @{}", app.clock().hms(at)), t.dim));
