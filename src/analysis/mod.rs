@@ -9,6 +9,7 @@
 
 pub mod alerts;
 pub mod allocator;
+pub mod envelope;
 pub mod forecast;
 pub mod hook;
 pub mod leak;
@@ -19,7 +20,7 @@ pub mod series;
 pub mod slope;
 pub mod truth;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -33,10 +34,7 @@ pub use peak::Peak;
 pub use phase::{Phase, PhaseParams};
 pub use slope::Rate;
 
-use crate::model::{GpuState, MemInfo, Millis, ProcId, Snapshot};
-use alerts::GpuAlerts;
-use leak::{LeakChange, LeakDetector};
-use series::Series;
+use crate::model::{GpuState, MemInfo, Millis, ProcId};
 
 /// Shortest window the growth rate is measured over.
 pub const RATE_WINDOW: Duration = Duration::from_secs(30);
@@ -62,6 +60,8 @@ pub struct AnalysisConfig {
     pub burst_level: Option<f64>,
     /// An exited process's assessment is kept this long.
     pub forget_after: Duration,
+    /// The GPU forecaster's parameters.
+    pub envelope: envelope::EnvelopeParams,
 }
 
 impl AnalysisConfig {
@@ -96,6 +96,7 @@ impl AnalysisConfig {
             command: a.command.clone(),
             burst_level: a.burst_level,
             forget_after: c.sampling.exited_keep,
+            envelope: envelope::EnvelopeParams::default(),
         }
     }
 }
@@ -120,8 +121,11 @@ pub struct GpuAssessment {
     pub rate: Option<Rate>,
     pub phase: Phase,
     pub phase_since_ms: Millis,
-    /// "Full in ~N s", when growth is sustained.
+    /// "Full in ~N s", when growth is sustained (see `envelope`).
     pub forecast: Option<Forecast>,
+    /// The highest share of its memory read recently (%), when that is so
+    /// close to full that the next larger allocation may fail.
+    pub at_risk_pct: Option<f64>,
     /// Live processes on it that are growing / flagged leaking.
     pub growing: u32,
     pub leaking: u32,
@@ -177,298 +181,14 @@ impl Assessment {
     }
 }
 
-#[derive(Debug)]
-struct GpuTrack {
-    series: Series,
-    alerts: GpuAlerts,
-    steady: forecast::Steady,
-    a: GpuAssessment,
-}
-
-impl GpuTrack {
-    /// Free memory now, at the peaks and at the troughs (each recent
-    /// reading raised by `rate_bps` for the time since it was read).
-    fn room(&self, t: Millis, m: MemInfo, rate_bps: f64) -> Room {
-        let used = m.used as f64;
-        let free = m.free as f64;
-        let top = self.series.peaks.envelope(t, rate_bps).unwrap_or(used);
-        let floor = self.series.window.floor_at(t, rate_bps).unwrap_or(used);
-        let at = |x: f64| x.clamp(0.0, u64::MAX as f64) as u64;
-        Room::ordered(
-            m.free,
-            at(free - (top - used).max(0.0)),
-            at(free + (used - floor).max(0.0)),
-        )
-    }
-}
-
-#[derive(Debug)]
-struct ProcTrack {
-    series: Series,
-    leak: LeakDetector,
-    /// The leak detector has had its first point (see `CONTEXT_STARTED`).
-    leak_started: bool,
-    steady: forecast::Steady,
-    seen: u64,
-    a: ProcAssessment,
-}
-
-impl ProcTrack {
-    /// The growth it adds to its GPU: the short-window rate while growing,
-    /// else the baseline rate while flagged leaking.
-    fn growth(&self) -> Option<Rate> {
-        match (self.series.phase.phase(), self.series.estimate) {
-            (Phase::Growing, Some(e)) => Some(e.rate),
-            _ => self.leak.flag().map(|f| f.rate),
-        }
-    }
-}
-
-/// Below this a process is still creating its CUDA context.
-const CONTEXT_STARTED: u64 = 64 << 20;
-
-/// The analysis of a snapshot stream.
-#[derive(Debug)]
-pub struct Analyzer {
-    cfg: AnalysisConfig,
-    gpus: BTreeMap<u32, GpuTrack>,
-    procs: HashMap<ProcId, ProcTrack>,
-    generation: u64,
-}
-
-impl Analyzer {
-    pub fn new(cfg: &AnalysisConfig) -> Analyzer {
-        Analyzer {
-            cfg: cfg.clone(),
-            gpus: BTreeMap::new(),
-            procs: HashMap::new(),
-            generation: 0,
-        }
-    }
-
-    pub fn config(&self) -> &AnalysisConfig {
-        &self.cfg
-    }
-
-    /// Forgets everything (a replay that seeks back).
-    pub fn reset(&mut self) {
-        self.gpus.clear();
-        self.procs.clear();
-    }
-
-    pub fn gpu(&self, index: u32) -> Option<&GpuAssessment> {
-        self.gpus.get(&index).map(|t| &t.a)
-    }
-
-    /// Every GPU seen, by index.
-    pub fn gpus(&self) -> impl Iterator<Item = &GpuAssessment> {
-        self.gpus.values().map(|t| &t.a)
-    }
-
-    pub fn process(&self, id: &ProcId) -> Option<&ProcAssessment> {
-        self.procs.get(id).map(|t| &t.a)
-    }
-
-    /// Every process seen and not yet forgotten, in no particular order.
-    pub fn processes(&self) -> impl Iterator<Item = &ProcAssessment> {
-        self.procs.values().map(|t| &t.a)
-    }
-
-    /// A copy of the analysis as it stands, as of `t_ms` (the newest
-    /// snapshot observed).
-    pub fn assessment(&self, t_ms: Millis) -> Assessment {
-        Assessment {
-            t_ms,
-            gpus: self.gpus.values().map(|t| t.a.clone()).collect(),
-            procs: self.procs.iter().map(|(k, t)| (*k, t.a.clone())).collect(),
-        }
-    }
-
-    /// Feeds one snapshot; returns the alerts it raised, ordered by GPU and
-    /// kind. A snapshot older than the previous one updates peaks and
-    /// alerts but not the rate windows.
-    pub fn observe(&mut self, snap: &Snapshot) -> Vec<Alert> {
-        let t = snap.t_ms;
-        let cfg = &self.cfg;
-        let mut out = Vec::new();
-
-        for g in &snap.gpus {
-            let tr = self.gpus.entry(g.index).or_insert_with(|| GpuTrack {
-                series: Series::new(cfg.rate_window),
-                alerts: GpuAlerts::default(),
-                steady: forecast::Steady::default(),
-                a: GpuAssessment {
-                    index: g.index,
-                    t_ms: t,
-                    state: g.state,
-                    mem: None,
-                    peak: None,
-                    rate: None,
-                    phase: Phase::Unknown,
-                    phase_since_ms: t,
-                    forecast: None,
-                    growing: 0,
-                    leaking: 0,
-                },
-            });
-            tr.a.t_ms = t;
-            tr.a.state = g.state;
-            let mem = g.mem.filter(|_| g.state != GpuState::Lost);
-            tr.a.mem = mem;
-            if let Some(m) = mem {
-                tr.series.observe(t, Some(m.used), g.mem_peak, &cfg.phase);
-            }
-            tr.a.peak = tr.series.peak.peak();
-            tr.a.rate = tr.series.estimate.map(|e| e.rate);
-            tr.a.phase = tr.series.phase.phase();
-            tr.a.phase_since_ms = tr.series.phase.since_ms();
-        }
-
-        self.generation += 1;
-        let generation = self.generation;
-        let mut leak_alerts = Vec::new();
-        for sp in &snap.procs {
-            let tr = self.procs.entry(sp.id()).or_insert_with(|| ProcTrack {
-                series: Series::new(cfg.rate_window),
-                leak: LeakDetector::new(&cfg.leak),
-                leak_started: false,
-                steady: forecast::Steady::default(),
-                seen: generation,
-                a: ProcAssessment {
-                    id: sp.id(),
-                    first_seen_ms: t,
-                    last_seen_ms: t,
-                    alive: true,
-                    mem: None,
-                    peak: None,
-                    rate: None,
-                    phase: Phase::Unknown,
-                    phase_since_ms: t,
-                    leak: None,
-                    forecast: None,
-                },
-            });
-            tr.seen = generation;
-            tr.series.observe(t, sp.mem, sp.mem_peak, &cfg.phase);
-            // A process NVML has just listed may not have its CUDA context
-            // yet (a few MiB, then ~500 MiB a second later): that jump is
-            // start-up, not growth, so the leak detector starts once the
-            // process holds more than a bare context would begin with.
-            if let Some(m) = sp.mem
-                && (m >= CONTEXT_STARTED || tr.leak_started)
-                && {
-                    tr.leak_started = true;
-                    true
-                }
-                && tr.leak.observe(t, m as f64) == Some(LeakChange::Raised)
-                && let Some(f) = tr.leak.flag()
-            {
-                leak_alerts.push(alerts::leak_alert(t, sp, f));
-            }
-            let a = &mut tr.a;
-            a.alive = true;
-            a.last_seen_ms = a.last_seen_ms.max(t);
-            a.mem = sp.mem;
-            a.peak = tr.series.peak.peak();
-            a.rate = tr.series.estimate.map(|e| e.rate);
-            a.phase = tr.series.phase.phase();
-            a.phase_since_ms = tr.series.phase.since_ms();
-            a.leak = tr.leak.flag().copied();
-        }
-
-        // Exited processes stay listed for a while, then are forgotten.
-        let forget = cfg.forget_after.as_millis() as u64;
-        self.procs.retain(|_, tr| {
-            if tr.seen != generation {
-                tr.a.alive = false;
-                tr.a.forecast = None;
-                tr.steady = forecast::Steady::default();
-            }
-            t.saturating_sub(tr.a.last_seen_ms) <= forget
-        });
-
-        // Growth per GPU from its live processes.
-        let hold = cfg.forecast_sustain.as_millis() as u64;
-        let interval_ms = cfg.interval.as_millis() as u64;
-        let interval_s = cfg.interval.as_secs_f64();
-        // Per GPU: the growth of its processes (each widened by its
-        // scatter) and their largest step.
-        let mut growth: BTreeMap<u32, (Vec<Rate>, f64)> = BTreeMap::new();
-        for g in self.gpus.values_mut() {
-            g.a.growing = 0;
-            g.a.leaking = 0;
-        }
-        for tr in self.procs.values() {
-            let Some(g) = self.gpus.get_mut(&tr.a.id.gpu).filter(|_| tr.a.alive) else {
-                continue;
-            };
-            g.a.growing += u32::from(tr.series.phase.phase() == Phase::Growing);
-            g.a.leaking += u32::from(tr.leak.flag().is_some());
-            if let Some(r) = tr.growth() {
-                let e = growth.entry(tr.a.id.gpu).or_default();
-                e.0.push(r.widen(tr.series.estimate.map_or(0.0, |e| e.scatter_rate())));
-                e.1 = e.1.max(tr.series.estimate.map_or(0.0, |e| e.max_step));
-            }
-        }
-
-        for g in &snap.gpus {
-            let Some(tr) = self.gpus.get_mut(&g.index) else {
-                continue;
-            };
-            let est = tr.series.estimate;
-            let gpu_growing = tr.series.phase.phase() == Phase::Growing;
-            let gpu_rate = est
-                .filter(|_| gpu_growing)
-                .map(|e| e.rate.widen(e.scatter_rate()));
-            let (procs, proc_step) = match growth.get(&g.index) {
-                Some((v, step)) => (forecast::sum_growth(v.iter().copied()), Some(*step)),
-                None => (None, None),
-            };
-            // The allocation that fails is the next one of what grows: its
-            // processes' largest step, else the GPU's own.
-            let step = proc_step.unwrap_or_else(|| est.map_or(0.0, |e| e.max_step));
-            let candidate = match tr.a.mem {
-                Some(m) if gpu_growing || tr.a.leaking > 0 => forecast::combine(gpu_rate, procs)
-                    .and_then(|r| {
-                        let gap = est.map_or(interval_s, |e| e.max_gap_s.max(interval_s));
-                        forecast::forecast(t, tr.room(t, m, r.bps), r, step, gap)
-                    }),
-                _ => None,
-            };
-            tr.a.forecast = tr.steady.update(candidate, hold, interval_ms);
-            out.extend(tr.alerts.check(t, g, tr.a.forecast.as_ref(), &cfg.levels));
-        }
-
-        // Each growing process: when, at its own growth, it uses up what
-        // its GPU has free.
-        for tr in self.procs.values_mut() {
-            let gpu = self.gpus.get(&tr.a.id.gpu).filter(|_| tr.a.alive);
-            let candidate = match (gpu, gpu.and_then(|g| g.a.mem), tr.growth()) {
-                (Some(g), Some(m), Some(r)) => {
-                    let est = tr.series.estimate;
-                    let r = r.widen(est.map_or(0.0, |e| e.scatter_rate()));
-                    let step = est.map_or(0.0, |e| e.max_step);
-                    let gap = est.map_or(interval_s, |e| e.max_gap_s.max(interval_s));
-                    forecast::forecast(t, g.room(t, m, r.bps), r, step, gap)
-                }
-                _ => None,
-            };
-            tr.a.forecast = tr.steady.update(candidate, hold, interval_ms);
-        }
-
-        leak_alerts.sort_by_key(|a| (a.gpu, a.pid));
-        out.extend(leak_alerts);
-        out.extend(alerts::xid_alerts(&snap.events));
-        out.sort_by_key(|a| (a.gpu, a.kind));
-        out
-    }
-}
+mod analyzer;
+pub use analyzer::Analyzer;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::ProcessKey;
-    use crate::model::{GpuSample, ProcSample};
+    use crate::model::{GpuSample, ProcSample, Snapshot};
 
     #[test]
     fn config_maps_every_field() {

@@ -191,6 +191,20 @@ impl Window {
             .reduce(f64::min)
     }
 
+    /// The average change per second over the last `span_ms` (from the
+    /// newest point at least that old, else the oldest); `None` with fewer
+    /// than two points.
+    pub fn recent_rate(&self, span_ms: u64) -> Option<f64> {
+        let &(t1, v1) = self.points.back()?;
+        let &(t0, v0) = self
+            .points
+            .iter()
+            .rev()
+            .find(|(t, _)| t1.saturating_sub(*t) >= span_ms)
+            .or_else(|| self.points.front())?;
+        (t1 > t0).then(|| (v1 - v0) * 1000.0 / (t1 - t0) as f64)
+    }
+
     /// Drops every point.
     pub fn clear(&mut self) {
         self.points.clear();

@@ -164,6 +164,9 @@ pub struct Checkpoint {
     /// The growth had begun by then (else the checkpoint does not count).
     pub counts: bool,
     pub shown: Option<Shown>,
+    /// The GPU was at risk (peaks at the top: the next larger allocation
+    /// may fail) then.
+    pub at_risk: bool,
 }
 
 /// One run's score.
@@ -212,8 +215,8 @@ pub fn score_run(
     let mut analyzer = Analyzer::new(cfg);
     let oom = truth.oom_unix_ms.filter(|_| truth.expect == Expect::Oom);
     let growth = truth.growth_start_unix_ms;
-    // The newest forecast at or before each checkpoint.
-    let mut at_checkpoint: Vec<Option<(Millis, Option<Forecast>)>> =
+    // The newest forecast (and at-risk state) at or before each checkpoint.
+    let mut at_checkpoint: Vec<Option<(Millis, Option<Forecast>, bool)>> =
         vec![None; CHECKPOINTS_S.len()];
     let mut first_forecast: Option<Millis> = None;
     let mut leak_at: Option<Millis> = None;
@@ -224,10 +227,11 @@ pub fn score_run(
         n += 1;
         analyzer.observe(&snap);
         let forecast = analyzer.gpu(gpu).and_then(|g| g.forecast);
+        let at_risk = analyzer.gpu(gpu).is_some_and(|g| g.at_risk_pct.is_some());
         if let Some(o) = oom {
             for (i, lead) in CHECKPOINTS_S.iter().enumerate() {
                 if t <= o.saturating_sub(lead * 1000) {
-                    at_checkpoint[i] = Some((t, forecast));
+                    at_checkpoint[i] = Some((t, forecast, at_risk));
                 }
             }
             if t > o {
@@ -273,7 +277,8 @@ pub fn score_run(
                 (Some(at), Some(g)) => at >= g,
                 _ => false,
             };
-            let shown = seen.and_then(|(t, f)| {
+            let at_risk = seen.is_some_and(|(_, _, r)| r);
+            let shown = seen.and_then(|(t, f, _)| {
                 let f = f?;
                 let age = t.saturating_sub(f.made_ms) as f64 / 1000.0;
                 Some(Shown {
@@ -288,6 +293,7 @@ pub fn score_run(
                 lead_s: lead,
                 counts,
                 shown,
+                at_risk,
             }
         })
         .collect();
@@ -317,6 +323,8 @@ pub struct Summary {
     /// Checkpoints at T−60/−30/−10 that count, and those whose forecast held.
     pub checkpoints: usize,
     pub held: usize,
+    /// Those where no forecast held but the GPU was shown at risk.
+    pub at_risk_only: usize,
     /// OOM runs with a forecast shown by T−30 s (of those whose growth had
     /// begun by then).
     pub shown_by_30: usize,
@@ -345,7 +353,9 @@ impl Summary {
                     s.oom_runs += 1;
                     for c in r.checkpoints.iter().filter(|c| c.lead_s <= 60 && c.counts) {
                         s.checkpoints += 1;
-                        s.held += usize::from(c.shown.is_some_and(|x| x.held));
+                        let held = c.shown.is_some_and(|x| x.held);
+                        s.held += usize::from(held);
+                        s.at_risk_only += usize::from(!held && c.at_risk);
                     }
                     if let Some(c) = r.checkpoints.iter().find(|c| c.lead_s == 30 && c.counts) {
                         s.could_show_by_30 += 1;
@@ -380,6 +390,7 @@ pub fn markdown(runs: &[RunScore]) -> String {
             .map(|c| match (r.expect, c.counts, c.shown) {
                 (Expect::NoAlarm, _, _) => "—".into(),
                 (_, false, _) => "(before growth)".into(),
+                (_, true, None) if c.at_risk => "at risk ⚠".into(),
                 (_, true, None) => "none ✗".into(),
                 (_, true, Some(s)) => format!(
                     "{} ({}–{}) {}",
@@ -418,13 +429,14 @@ pub fn markdown(runs: &[RunScore]) -> String {
     }
     let s = Summary::of(runs);
     out.push_str(&format!(
-        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}); shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} OOM runs never flagged); false alarms on {} of {} runs that must not alarm.\n",
+        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} OOM runs never flagged); false alarms on {} of {} runs that must not alarm.\n",
         s.runs,
         s.oom_runs,
         s.no_alarm_runs,
         s.held,
         s.checkpoints,
         pct(s.held, s.checkpoints),
+        s.at_risk_only,
         s.shown_by_30,
         s.could_show_by_30,
         s.slowest_leak_flag_s.map_or("—".into(), dur),

@@ -1,0 +1,366 @@
+//! The analysis of a snapshot stream, one snapshot at a time: each GPU's
+//! series, peak, phase and forecast ([`crate::analysis::envelope`]), each
+//! process's series, leak flag and own forecast, and the alerts that
+//! follow. Bounded: per series a window of at most 64 points (the
+//! envelope 120) and at most 128 leak buckets, whatever the run's length.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::alerts::{self, Alert, GpuAlerts};
+use super::envelope::{Envelope, Rises};
+use super::forecast::{self, Room};
+use super::leak::{LeakChange, LeakDetector};
+use super::series::Series;
+use super::{AnalysisConfig, Assessment, GpuAssessment, Phase, ProcAssessment, Rate};
+use crate::model::{GpuSample, GpuState, MemInfo, Millis, ProcId, ProcSample, Snapshot};
+
+#[derive(Debug)]
+struct GpuTrack {
+    series: Series,
+    envelope: Envelope,
+    alerts: GpuAlerts,
+    a: GpuAssessment,
+}
+
+impl GpuTrack {
+    fn new(g: &GpuSample, t: Millis, cfg: &AnalysisConfig) -> GpuTrack {
+        GpuTrack {
+            series: Series::new(cfg.rate_window),
+            envelope: Envelope::default(),
+            alerts: GpuAlerts::default(),
+            a: GpuAssessment {
+                index: g.index,
+                t_ms: t,
+                state: g.state,
+                mem: None,
+                peak: None,
+                rate: None,
+                phase: Phase::Unknown,
+                phase_since_ms: t,
+                forecast: None,
+                at_risk_pct: None,
+                growing: 0,
+                leaking: 0,
+            },
+        }
+    }
+
+    /// Free memory now, at the peaks and at the troughs (each recent
+    /// reading raised by `rate_bps` for the time since it was read).
+    fn room(&self, t: Millis, m: MemInfo, rate_bps: f64) -> Room {
+        let used = m.used as f64;
+        let free = m.free as f64;
+        let top = self.series.peaks.envelope(t, rate_bps).unwrap_or(used);
+        let floor = self.series.window.floor_at(t, rate_bps).unwrap_or(used);
+        let at = |x: f64| x.clamp(0.0, u64::MAX as f64) as u64;
+        Room::ordered(
+            m.free,
+            at(free - (top - used).max(0.0)),
+            at(free + (used - floor).max(0.0)),
+        )
+    }
+}
+
+#[derive(Debug)]
+struct ProcTrack {
+    series: Series,
+    leak: LeakDetector,
+    /// The leak detector has had its first point (see `CONTEXT_STARTED`).
+    leak_started: bool,
+    /// The leak alert for the current flag has been raised.
+    leak_alerted: bool,
+    /// Whether its memory still reaches new highs.
+    rises: Rises,
+    /// The memory of the previous sample (a level shift restarts the leak
+    /// detector).
+    last_mem: Option<u64>,
+    steady: forecast::Steady,
+    seen: u64,
+    a: ProcAssessment,
+}
+
+impl ProcTrack {
+    fn new(sp: &ProcSample, t: Millis, generation: u64, cfg: &AnalysisConfig) -> ProcTrack {
+        ProcTrack {
+            series: Series::new(cfg.rate_window),
+            leak: LeakDetector::new(&cfg.leak),
+            leak_started: false,
+            leak_alerted: false,
+            rises: Rises::default(),
+            last_mem: None,
+            steady: forecast::Steady::default(),
+            seen: generation,
+            a: ProcAssessment {
+                id: sp.id(),
+                first_seen_ms: t,
+                last_seen_ms: t,
+                alive: true,
+                mem: None,
+                peak: None,
+                rate: None,
+                phase: Phase::Unknown,
+                phase_since_ms: t,
+                leak: None,
+                forecast: None,
+            },
+        }
+    }
+
+    /// The growth it adds to its GPU: the short-window rate while growing,
+    /// else the baseline rate while flagged leaking.
+    fn growth(&self) -> Option<Rate> {
+        match (self.series.phase.phase(), self.series.estimate) {
+            (Phase::Growing, Some(e)) => Some(e.rate),
+            _ => self.leak.flag().map(|f| f.rate),
+        }
+    }
+}
+
+/// Below this a process is still creating its CUDA context.
+const CONTEXT_STARTED: u64 = 64 << 20;
+
+/// The analysis of a snapshot stream.
+#[derive(Debug)]
+pub struct Analyzer {
+    cfg: AnalysisConfig,
+    gpus: BTreeMap<u32, GpuTrack>,
+    procs: HashMap<ProcId, ProcTrack>,
+    generation: u64,
+}
+
+impl Analyzer {
+    pub fn new(cfg: &AnalysisConfig) -> Analyzer {
+        Analyzer {
+            cfg: cfg.clone(),
+            gpus: BTreeMap::new(),
+            procs: HashMap::new(),
+            generation: 0,
+        }
+    }
+
+    pub fn config(&self) -> &AnalysisConfig {
+        &self.cfg
+    }
+
+    /// Forgets everything (a replay that seeks back).
+    pub fn reset(&mut self) {
+        self.gpus.clear();
+        self.procs.clear();
+    }
+
+    pub fn gpu(&self, index: u32) -> Option<&GpuAssessment> {
+        self.gpus.get(&index).map(|t| &t.a)
+    }
+
+    /// Every GPU seen, by index.
+    pub fn gpus(&self) -> impl Iterator<Item = &GpuAssessment> {
+        self.gpus.values().map(|t| &t.a)
+    }
+
+    pub fn process(&self, id: &ProcId) -> Option<&ProcAssessment> {
+        self.procs.get(id).map(|t| &t.a)
+    }
+
+    /// Every process seen and not yet forgotten, in no particular order.
+    pub fn processes(&self) -> impl Iterator<Item = &ProcAssessment> {
+        self.procs.values().map(|t| &t.a)
+    }
+
+    /// A copy of the analysis as it stands, as of `t_ms` (the newest
+    /// snapshot observed).
+    pub fn assessment(&self, t_ms: Millis) -> Assessment {
+        Assessment {
+            t_ms,
+            gpus: self.gpus.values().map(|t| t.a.clone()).collect(),
+            procs: self.procs.iter().map(|(k, t)| (*k, t.a.clone())).collect(),
+        }
+    }
+
+    /// Feeds one snapshot; returns the alerts it raised, ordered by GPU and
+    /// kind. A snapshot older than the previous one updates peaks and
+    /// alerts but not the rate windows.
+    pub fn observe(&mut self, snap: &Snapshot) -> Vec<Alert> {
+        let t = snap.t_ms;
+        self.observe_gpus(snap, t);
+        let mut leak_alerts = self.observe_procs(snap, t);
+        self.forget_exited(t);
+        self.count_processes();
+        let mut out = self.forecast_gpus(snap, t);
+        self.forecast_procs(t);
+        leak_alerts.sort_by_key(|a| (a.gpu, a.pid));
+        out.extend(leak_alerts);
+        out.extend(alerts::xid_alerts(&snap.events));
+        out.sort_by_key(|a| (a.gpu, a.kind));
+        out
+    }
+
+    /// Each GPU's series, peak and phase.
+    fn observe_gpus(&mut self, snap: &Snapshot, t: Millis) {
+        let cfg = &self.cfg;
+        for g in &snap.gpus {
+            let tr = self
+                .gpus
+                .entry(g.index)
+                .or_insert_with(|| GpuTrack::new(g, t, cfg));
+            tr.a.t_ms = t;
+            tr.a.state = g.state;
+            let mem = g.mem.filter(|_| g.state != GpuState::Lost);
+            tr.a.mem = mem;
+            if let Some(m) = mem {
+                tr.series.observe(t, Some(m.used), g.mem_peak, &cfg.phase);
+            }
+            tr.a.peak = tr.series.peak.peak();
+            tr.a.rate = tr.series.estimate.map(|e| e.rate);
+            tr.a.phase = tr.series.phase.phase();
+            tr.a.phase_since_ms = tr.series.phase.since_ms();
+        }
+    }
+
+    /// Each process's series, phase and leak flag; returns the leak alerts.
+    fn observe_procs(&mut self, snap: &Snapshot, t: Millis) -> Vec<Alert> {
+        self.generation += 1;
+        let generation = self.generation;
+        let cfg = &self.cfg;
+        let mut out = Vec::new();
+        for sp in &snap.procs {
+            let total = snap
+                .gpus
+                .iter()
+                .find(|g| g.index == sp.gpu)
+                .and_then(|g| g.mem)
+                .map_or(0, |m| m.total);
+            let tr = self
+                .procs
+                .entry(sp.id())
+                .or_insert_with(|| ProcTrack::new(sp, t, generation, cfg));
+            tr.seen = generation;
+            tr.series.observe(t, sp.mem, sp.mem_peak, &cfg.phase);
+            if let Some(m) = sp.mem {
+                // A level shift (weights or a data set arriving) is not a
+                // leak's beginning: the detector starts again after it.
+                let shift = cfg.envelope.shift_frac * total as f64;
+                if total > 0 && tr.last_mem.is_some_and(|l| l.abs_diff(m) as f64 >= shift) {
+                    tr.leak = LeakDetector::new(&cfg.leak);
+                    tr.leak_alerted = false;
+                    tr.rises.clear();
+                }
+                tr.last_mem = Some(m);
+                tr.rises.observe(t, m as f64, total as f64 / 1000.0);
+            }
+            // A process NVML has just listed may not have its CUDA context
+            // yet (a few MiB, then ~500 MiB a second later): that jump is
+            // start-up, not growth, so the leak detector starts once the
+            // process holds more than a bare context would begin with.
+            if let Some(m) = sp.mem
+                && (m >= CONTEXT_STARTED || tr.leak_started)
+            {
+                tr.leak_started = true;
+                if tr.leak.observe(t, m as f64) == Some(LeakChange::Cleared) {
+                    tr.leak_alerted = false;
+                }
+            }
+            // Growth faster than a fill's is loading, not a leak: by the
+            // flag's own rate or by the last ten seconds'.
+            let fill = cfg.envelope.max_fill * total as f64;
+            let recent = tr.series.window.recent_rate(10_000).unwrap_or(0.0);
+            // And a leak still grows: memory that has levelled off (a
+            // warm-up, a cache that is full) is not leaking now.
+            let flag = tr
+                .leak
+                .flag()
+                .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill)
+                .filter(|_| tr.rises.current(t))
+                .copied();
+            if let Some(f) = &flag
+                && !tr.leak_alerted
+            {
+                tr.leak_alerted = true;
+                out.push(alerts::leak_alert(t, sp, f));
+            }
+            let a = &mut tr.a;
+            a.alive = true;
+            a.last_seen_ms = a.last_seen_ms.max(t);
+            a.mem = sp.mem;
+            a.peak = tr.series.peak.peak();
+            a.rate = tr.series.estimate.map(|e| e.rate);
+            a.phase = tr.series.phase.phase();
+            a.phase_since_ms = tr.series.phase.since_ms();
+            a.leak = flag;
+        }
+        out
+    }
+
+    /// Exited processes stay listed for a while, then are forgotten.
+    fn forget_exited(&mut self, t: Millis) {
+        let forget = self.cfg.forget_after.as_millis() as u64;
+        let generation = self.generation;
+        self.procs.retain(|_, tr| {
+            if tr.seen != generation {
+                tr.a.alive = false;
+                tr.a.forecast = None;
+                tr.steady = forecast::Steady::default();
+            }
+            t.saturating_sub(tr.a.last_seen_ms) <= forget
+        });
+    }
+
+    /// How many live processes of each GPU grow or leak.
+    fn count_processes(&mut self) {
+        for g in self.gpus.values_mut() {
+            g.a.growing = 0;
+            g.a.leaking = 0;
+        }
+        for tr in self.procs.values().filter(|tr| tr.a.alive) {
+            if let Some(g) = self.gpus.get_mut(&tr.a.id.gpu) {
+                g.a.growing += u32::from(tr.series.phase.phase() == Phase::Growing);
+                g.a.leaking += u32::from(tr.a.leak.is_some());
+            }
+        }
+    }
+
+    /// Each GPU's forecast and at-risk state, and its alerts.
+    fn forecast_gpus(&mut self, snap: &Snapshot, t: Millis) -> Vec<Alert> {
+        let cfg = &self.cfg;
+        let gap = cfg.interval.as_secs_f64();
+        let mut out = Vec::new();
+        for g in &snap.gpus {
+            let Some(tr) = self.gpus.get_mut(&g.index) else {
+                continue;
+            };
+            let gap = tr
+                .series
+                .estimate
+                .map_or(gap, |e| e.max_gap_s.max(gap));
+            let outlook = match tr.a.mem {
+                Some(m) => tr.envelope.observe(t, m, g.mem_peak, gap, &cfg.envelope),
+                None => Default::default(),
+            };
+            tr.a.forecast = outlook.forecast;
+            tr.a.at_risk_pct = outlook.at_risk_pct;
+            out.extend(tr.alerts.check(t, g, tr.a.forecast.as_ref(), &cfg.levels));
+        }
+        out
+    }
+
+    /// Each growing process: when, at its own growth, it uses up what its
+    /// GPU has free.
+    fn forecast_procs(&mut self, t: Millis) {
+        let hold = self.cfg.forecast_sustain.as_millis() as u64;
+        let interval_ms = self.cfg.interval.as_millis() as u64;
+        let interval_s = self.cfg.interval.as_secs_f64();
+        for tr in self.procs.values_mut() {
+            let gpu = self.gpus.get(&tr.a.id.gpu).filter(|_| tr.a.alive);
+            let candidate = match (gpu, gpu.and_then(|g| g.a.mem), tr.growth()) {
+                (Some(g), Some(m), Some(r)) => {
+                    let est = tr.series.estimate;
+                    let r = r.widen(est.map_or(0.0, |e| e.scatter_rate()));
+                    let step = est.map_or(0.0, |e| e.max_step);
+                    let gap = est.map_or(interval_s, |e| e.max_gap_s.max(interval_s));
+                    forecast::forecast(t, g.room(t, m, r.bps), r, step, gap)
+                }
+                _ => None,
+            };
+            tr.a.forecast = tr.steady.update(candidate, hold, interval_ms);
+        }
+    }
+}

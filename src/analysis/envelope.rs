@@ -1,0 +1,406 @@
+//! The GPU's "full in ~N s", built for what real training jobs look like at
+//! the driver: memory climbs in allocator segments (a staircase, not a
+//! line), transient peaks (an evaluation pass, an optimizer step, the top
+//! of an `empty_cache()` sawtooth) ride on top of a slower baseline, and a
+//! job starts with a *fill* (weights, optimizer state, a dataset) that is
+//! nothing like the growth after it. The OOM comes when baseline plus the
+//! next transient no longer fit.
+//!
+//! Per GPU, over the current *regime* (the samples since the last level
+//! shift: a change of `used` by at least [`EnvelopeParams::shift_frac`] of
+//! the GPU between two samples starts a new one, so a fill is not mistaken
+//! for growth and the growth after it is measured on its own):
+//!
+//! - **baseline**: the Theil–Sen line through `used` (pairs at least a
+//!   quarter of the span apart, so a staircase's steps average out); its
+//!   slope is the growth rate, the 10th–90th percentile of the slopes its
+//!   range;
+//! - **excursion**: the largest amount by which a reading (fast-lane peaks
+//!   included) rose above that line: the transient to expect again;
+//! - **step**: the largest rise between two consecutive samples, the size
+//!   of the next allocation;
+//! - room at the peaks = usable memory − (baseline now + excursion); the
+//!   central estimate is room / rate; the earliest (room − step) / fast
+//!   rate; the latest, the baseline alone reaching the top at the slow rate
+//!   (the transient may not come again), plus the longest sampling gap.
+//!
+//! A forecast is **shown** when the growth is sustained and steady:
+//! the regime is at least `min_regime` old; the slow end of the rate is
+//! above zero and the rate at least `min_rate`; the growth is not a fill
+//! (not faster than `max_fill` of the GPU per second: loading weights or a
+//! data set copies at gigabytes a second and stops on its own, while leaks
+//! and growing batches add megabytes to a few hundred megabytes a second);
+//! and the candidate forecasts of the last `hold` all exist and agree (the
+//! moment they predict moves by at most `max_slip` seconds per second): a
+//! cache filling towards a plateau predicts a moment that keeps receding.
+//!
+//! Separately, a GPU whose readings peaked at or above `at_risk_pct` of its
+//! memory within the last `at_risk_window` is **at risk** whether or not
+//! it grows: the caching allocator has taken nearly everything and the next
+//! larger allocation may fail (the driver-level figure is saturated, so no
+//! trend can be seen in it).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::analysis::forecast::{Forecast, MAX_HORIZON_S, Room};
+use crate::analysis::slope::{Rate, quantile};
+use crate::model::{MemInfo, Millis};
+
+/// The forecaster's parameters (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EnvelopeParams {
+    /// The longest regime kept.
+    pub window: Duration,
+    /// A change of `used` between two samples of at least this share of
+    /// the GPU's memory starts a new regime.
+    pub shift_frac: f64,
+    /// Youngest regime a forecast is made from.
+    pub min_regime: Duration,
+    /// Fewest samples in it.
+    pub min_points: usize,
+    /// Slowest growth forecast, bytes/s.
+    pub min_rate: f64,
+    /// Fastest growth forecast, share of the GPU's memory per second.
+    pub max_fill: f64,
+    /// How long candidates must have agreed before one is shown.
+    pub hold: Duration,
+    /// How far (s/s) the predicted moment may move while held.
+    pub max_slip: f64,
+    /// The newer half of a regime growing at less than this share of the
+    /// older half's rate is a fill levelling off (no forecast).
+    pub decel: f64,
+    /// A baseline within this share of the GPU of the top is saturated:
+    /// no forecast (the at-risk state says it).
+    pub saturated_frac: f64,
+    /// Peak share of memory (%) from which a GPU is at risk.
+    pub at_risk_pct: f64,
+    /// Over how long the peak is taken.
+    pub at_risk_window: Duration,
+}
+
+impl Default for EnvelopeParams {
+    fn default() -> Self {
+        EnvelopeParams {
+            window: Duration::from_secs(120),
+            shift_frac: 0.10,
+            min_regime: Duration::from_secs(4),
+            min_points: 6,
+            min_rate: 1024.0 * 1024.0,
+            max_fill: 0.02,
+            hold: Duration::from_secs(3),
+            max_slip: 0.5,
+            decel: 0.6,
+            saturated_frac: 0.01,
+            at_risk_pct: 97.0,
+            at_risk_window: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Most points a regime keeps (pairs cost O(n²)).
+const MAX_POINTS: usize = 120;
+
+#[derive(Clone, Copy, Debug)]
+struct Point {
+    t: Millis,
+    used: f64,
+    /// Highest read since the previous sample (fast lane included).
+    peak: f64,
+}
+
+/// What the forecaster says after a sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Outlook {
+    /// The forecast shown, when growth is sustained and steady.
+    pub forecast: Option<Forecast>,
+    /// The highest share of memory read within `at_risk_window`, when it
+    /// is at or above `at_risk_pct`.
+    pub at_risk_pct: Option<f64>,
+}
+
+/// The forecaster of one GPU.
+#[derive(Clone, Debug, Default)]
+pub struct Envelope {
+    points: VecDeque<Point>,
+    /// (t, share of memory at the interval's peak), for the at-risk state.
+    fullness: VecDeque<(Millis, f64)>,
+    /// (made_ms, full_at_ms) of the candidates since they began without a
+    /// break.
+    held: VecDeque<(Millis, Millis)>,
+    /// A forecast is being shown.
+    shown: bool,
+    /// Whether `used` is still reaching new highs.
+    rises: Rises,
+}
+
+impl Envelope {
+    /// Feeds the sample at `t_ms`: memory `m` and the interval's peak of
+    /// `used`. Samples not newer than the last are ignored.
+    pub fn observe(
+        &mut self,
+        t_ms: Millis,
+        m: MemInfo,
+        peak: Option<u64>,
+        gap_s: f64,
+        p: &EnvelopeParams,
+    ) -> Outlook {
+        if self.points.back().is_some_and(|b| t_ms <= b.t) || m.total == 0 {
+            return Outlook::default();
+        }
+        let used = m.used as f64;
+        let total = m.total as f64;
+        let pt = Point {
+            t: t_ms,
+            used,
+            peak: peak.map_or(used, |x| (x as f64).max(used)),
+        };
+        if let Some(last) = self.points.back()
+            && (used - last.used).abs() >= p.shift_frac * total
+        {
+            // A level shift: what came before says nothing about now.
+            self.points.clear();
+            self.held.clear();
+            self.shown = false;
+            self.rises.clear();
+        }
+        // At most `MAX_POINTS` points span the window: a faster sample
+        // folds into the last point (its peak kept) instead of adding one.
+        let spacing = p.window.as_millis() as u64 / MAX_POINTS as u64;
+        let several = self.points.len() > 1;
+        match self.points.back_mut() {
+            Some(last) if several && t_ms.saturating_sub(last.t) < spacing => {
+                last.peak = last.peak.max(pt.peak);
+                last.used = pt.used;
+                last.t = t_ms;
+            }
+            _ => self.points.push_back(pt),
+        }
+        let keep = p.window.as_millis() as u64;
+        while self
+            .points
+            .front()
+            .is_some_and(|f| t_ms.saturating_sub(f.t) > keep)
+        {
+            self.points.pop_front();
+        }
+        // A new high is a rise of more than 0.1 % of the GPU.
+        self.rises.observe(t_ms, used, total / 1000.0);
+        let at_risk_pct = self.fullness(t_ms, m.pct_full(pt.peak as u64), p);
+        let candidate = self.candidate(t_ms, m, gap_s, p);
+        Outlook {
+            forecast: self.hold(candidate, p),
+            at_risk_pct,
+        }
+    }
+
+    fn fullness(&mut self, t_ms: Millis, pct: f64, p: &EnvelopeParams) -> Option<f64> {
+        self.fullness.push_back((t_ms, pct));
+        let keep = p.at_risk_window.as_millis() as u64;
+        while self
+            .fullness
+            .front()
+            .is_some_and(|(t, _)| t_ms.saturating_sub(*t) > keep)
+        {
+            self.fullness.pop_front();
+        }
+        let top = self.fullness.iter().map(|(_, x)| *x).fold(0.0, f64::max);
+        (top >= p.at_risk_pct).then_some(top)
+    }
+
+    /// The forecast the current regime gives, before it is held.
+    fn candidate(&self, t: Millis, m: MemInfo, gap_s: f64, p: &EnvelopeParams) -> Option<Forecast> {
+        let n = self.points.len();
+        let first = self.points.front()?;
+        let span_s = t.saturating_sub(first.t) as f64 / 1000.0;
+        if n < p.min_points || span_s < p.min_regime.as_secs_f64() || !self.rises.current(t) {
+            return None;
+        }
+        let rate = theil_sen(&self.points, span_s / 4.0)?;
+        let total = m.total as f64;
+        if !(rate.low > 0.0 && rate.bps >= p.min_rate && rate.bps <= p.max_fill * total) {
+            return None;
+        }
+        // The baseline now: the line through the points, at `t`.
+        let mut at_now: Vec<f64> = self
+            .points
+            .iter()
+            .map(|q| q.used + rate.bps * (t - q.t) as f64 / 1000.0)
+            .collect();
+        let base = quantile(&mut at_now, 0.5);
+        let line = |q: &Point| base - rate.bps * (t - q.t) as f64 / 1000.0;
+        let excursion = self
+            .points
+            .iter()
+            .map(|q| q.peak - line(q))
+            .fold(0.0, f64::max);
+        let step = self
+            .points
+            .iter()
+            .zip(self.points.iter().skip(1))
+            .map(|(a, b)| b.used - a.used)
+            .fold(0.0, f64::max);
+        // What `used` can reach: everything but the driver's reserve.
+        let usable = total - m.reserved as f64;
+        let at = |x: f64| x.clamp(0.0, u64::MAX as f64) as u64;
+        let to_base = usable - base;
+        // Saturated: the allocator holds (nearly) everything and the driver
+        // sees no more growth; that is the at-risk state, not a forecast.
+        if to_base <= step.max(p.saturated_frac * total) {
+            return None;
+        }
+        let to_peaks = to_base - excursion;
+        let room = Room::ordered(m.free, at(to_peaks), at(to_base));
+        let eta_s = to_peaks.max(0.0) / rate.bps;
+        if !eta_s.is_finite() || eta_s > MAX_HORIZON_S {
+            return None;
+        }
+        let low_s = (to_peaks - step).max(0.0) / rate.high.max(rate.bps);
+        let high_s = to_base.max(0.0) / rate.low + gap_s.max(0.0);
+        Some(Forecast {
+            made_ms: t,
+            room,
+            rate,
+            eta_s,
+            low_s: low_s.min(eta_s),
+            high_s: Some(high_s.max(eta_s)),
+        })
+    }
+
+    /// Whether the newer half of the regime grows at less than `decel`
+    /// of the older half's rate: a cache filling towards a plateau, not a
+    /// leak. Only judged once each half spans `min_regime`.
+    fn decelerating(&self, span_s: f64, p: &EnvelopeParams) -> bool {
+        if span_s < 2.0 * p.min_regime.as_secs_f64() {
+            return false;
+        }
+        let mid = self.points.len() / 2;
+        let older: VecDeque<Point> = self.points.iter().take(mid + 1).copied().collect();
+        let newer: VecDeque<Point> = self.points.iter().skip(mid).copied().collect();
+        match (
+            theil_sen(&older, span_s / 8.0),
+            theil_sen(&newer, span_s / 8.0),
+        ) {
+            (Some(a), Some(b)) => a.bps > 0.0 && b.bps < p.decel * a.bps,
+            _ => false,
+        }
+    }
+
+    /// Shows `candidate` once candidates have agreed for `hold`; once
+    /// shown, it stays for as long as there are candidates (a forecast
+    /// reaching "now" predicts a moment that moves with the clock, and
+    /// must not vanish for it).
+    fn hold(&mut self, candidate: Option<Forecast>, p: &EnvelopeParams) -> Option<Forecast> {
+        let Some(f) = candidate else {
+            self.held.clear();
+            self.shown = false;
+            return None;
+        };
+        if self.shown {
+            return Some(f);
+        }
+        let t = f.made_ms;
+        let full = f.full_at_ms();
+        self.held.push_back((t, full));
+        let hold = p.hold.as_millis() as u64;
+        // Keep one candidate at least `hold` old, and the ones since.
+        while self.held.len() > 1 && t.saturating_sub(self.held[1].0) >= hold {
+            self.held.pop_front();
+        }
+        let &(t0, _) = self.held.front()?;
+        if t.saturating_sub(t0) < hold {
+            return None;
+        }
+        let steady = self.held.iter().all(|&(ti, fi)| {
+            let allowed = p.max_slip * t.saturating_sub(ti) as f64 + 1000.0;
+            (full as f64 - fi as f64).abs() <= allowed
+        });
+        self.shown = steady;
+        steady.then_some(f)
+    }
+}
+
+/// Whether a series is still rising: the times it reached a new high
+/// (by more than a tolerance). Growth has stopped once no new high has come
+/// for [`Rises::STALE_GAPS`] times the usual gap between highs (at least
+/// [`Rises::STALE_MIN`]): a warm-up or a fill that has levelled off is not
+/// growth any more, while a staircase with a step every few seconds is.
+#[derive(Clone, Debug, Default)]
+pub struct Rises {
+    high: f64,
+    /// Times of the recent new highs, oldest first.
+    times: VecDeque<Millis>,
+}
+
+impl Rises {
+    /// Gaps kept.
+    const KEEP: usize = 16;
+    pub const STALE_GAPS: f64 = 3.0;
+    pub const STALE_MIN: Duration = Duration::from_secs(10);
+
+    /// Notes `v` at `t_ms`; a rise above the high by more than `tol` is a
+    /// new high.
+    pub fn observe(&mut self, t_ms: Millis, v: f64, tol: f64) {
+        if self.times.is_empty() || v > self.high + tol {
+            self.times.push_back(t_ms);
+            if self.times.len() > Self::KEEP {
+                self.times.pop_front();
+            }
+        }
+        if self.times.len() == 1 || v > self.high {
+            self.high = self.high.max(v);
+        }
+    }
+
+    /// Forgets everything (a level shift).
+    pub fn clear(&mut self) {
+        self.times.clear();
+        self.high = 0.0;
+    }
+
+    /// Whether the series is still rising at `t_ms`.
+    pub fn current(&self, t_ms: Millis) -> bool {
+        let Some(&last) = self.times.back() else {
+            return false;
+        };
+        let mut gaps: Vec<f64> = self
+            .times
+            .iter()
+            .zip(self.times.iter().skip(1))
+            .map(|(a, b)| b.saturating_sub(*a) as f64)
+            .collect();
+        let usual = if gaps.is_empty() {
+            0.0
+        } else {
+            quantile(&mut gaps, 0.5)
+        };
+        let stale = (Self::STALE_GAPS * usual).max(Self::STALE_MIN.as_millis() as f64);
+        (t_ms.saturating_sub(last) as f64) <= stale
+    }
+}
+
+/// Theil–Sen over pairs at least `min_dt_s` apart: the median slope and
+/// its 10th–90th percentiles, bytes/s.
+fn theil_sen(points: &VecDeque<Point>, min_dt_s: f64) -> Option<Rate> {
+    let mut slopes = Vec::with_capacity(points.len() * points.len() / 2);
+    for (i, a) in points.iter().enumerate() {
+        for b in points.iter().skip(i + 1) {
+            let dt = (b.t - a.t) as f64 / 1000.0;
+            if dt >= min_dt_s && dt > 0.0 {
+                slopes.push((b.used - a.used) / dt);
+            }
+        }
+    }
+    if slopes.len() < 3 {
+        return None;
+    }
+    let bps = quantile(&mut slopes, 0.5);
+    let low = quantile(&mut slopes, 0.1);
+    let high = quantile(&mut slopes, 0.9);
+    Some(Rate { bps, low, high })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,111 @@
+//! The GPU forecaster on shapes real jobs make.
+
+use super::*;
+
+const GIB: f64 = (1u64 << 30) as f64;
+const TOTAL: u64 = 140 << 30;
+
+fn mem(used: f64) -> MemInfo {
+    let used = used.clamp(0.0, TOTAL as f64) as u64;
+    MemInfo {
+        used,
+        reserved: 0,
+        free: TOTAL - used,
+        total: TOTAL,
+    }
+}
+
+/// Runs `f(s) = (used, peak)` at 1 Hz; the outlook after each second.
+fn run(secs: u64, f: impl Fn(u64) -> (f64, f64)) -> Vec<Outlook> {
+    let p = EnvelopeParams::default();
+    let mut e = Envelope::default();
+    (0..secs)
+        .map(|s| {
+            let (u, pk) = f(s);
+            e.observe(1_000_000 + s * 1000, mem(u), Some(pk as u64), 1.0, &p)
+        })
+        .collect()
+}
+
+fn shown_from(o: &[Outlook]) -> Option<usize> {
+    o.iter().position(|x| x.forecast.is_some())
+}
+
+#[test]
+fn a_fill_then_a_leak_is_forecast_soon_after_the_fill() {
+    // 110 GiB of weights in 3 s, then 0.6 GiB/s: full 140 GiB at ~53 s.
+    let f = |s: u64| {
+        let u = match s {
+            0..=9 => 1.0 * GIB,
+            10..=12 => (1.0 + 36.0 * (s - 9) as f64) * GIB,
+            _ => 110.0 * GIB + 0.6 * GIB * (s - 12) as f64,
+        };
+        (u, u)
+    };
+    let o = run(60, f);
+    let first = shown_from(&o).expect("a forecast");
+    assert!(first <= 12 + 15, "shown {first} s in (growth began at 12 s)");
+    let fc = o[first].forecast.unwrap();
+    let oom_ms = 1_000_000 + (12.0 + 30.0 / 0.6) as u64 * 1000;
+    assert!(fc.contains(oom_ms), "{fc:?} vs {oom_ms}");
+}
+
+#[test]
+fn transient_peaks_bring_the_forecast_forward() {
+    // Baseline 110 GiB + 0.25 GiB/s; an 8 GiB peak every 12 s (an eval).
+    let f = |s: u64| {
+        let u = 110.0 * GIB + 0.25 * GIB * s as f64;
+        let pk = if s % 12 == 6 { u + 8.0 * GIB } else { u };
+        (u, pk)
+    };
+    let o = run(60, f);
+    let fc = o[59].forecast.expect("a forecast");
+    // The baseline alone reaches 140 GiB at 120 s; with the 8 GiB peak on
+    // top, at 88 s: the central estimate is the latter.
+    let full_s = (fc.full_at_ms() - 1_000_000) as f64 / 1000.0;
+    assert!((full_s - 88.0).abs() < 6.0, "{full_s}");
+    assert!(fc.high_s.unwrap() + 59.0 >= 118.0, "{fc:?}");
+}
+
+#[test]
+fn a_plateau_fill_is_not_forecast() {
+    // A cache filling as 1 − e^(−t/30): fast at first, then levelling at
+    // 100 GiB of 140.
+    let f = |s: u64| {
+        let u = 10.0 * GIB + 90.0 * GIB * (1.0 - (-(s as f64) / 30.0).exp());
+        (u, u)
+    };
+    assert_eq!(shown_from(&run(150, f)), None);
+}
+
+#[test]
+fn fast_loading_is_not_forecast() {
+    // A data set arriving at 3.8 GiB/s for 28 s, then flat at 110 GiB.
+    let f = |s: u64| {
+        let u = (3.0 + 3.8 * s.min(28) as f64) * GIB;
+        (u, u)
+    };
+    assert_eq!(shown_from(&run(80, f)), None);
+}
+
+#[test]
+fn a_flat_gpu_has_no_forecast_and_a_saturated_one_is_at_risk() {
+    let o = run(40, |_| (100.0 * GIB, 100.0 * GIB));
+    assert!(o.iter().all(|x| x.forecast.is_none() && x.at_risk_pct.is_none()));
+    // Reserved to 139.2 of 140 GiB by the allocator, peaking at 139.7.
+    let o = run(40, |s| (139.2 * GIB, if s % 5 == 0 { 139.7 * GIB } else { 139.2 * GIB }));
+    let risk = o[39].at_risk_pct.expect("at risk");
+    assert!(risk > 99.0, "{risk}");
+}
+
+#[test]
+fn a_staircase_is_forecast_like_the_line_through_it() {
+    // 4 GiB allocator segments every 8 s from 90 GiB: 0.5 GiB/s on average.
+    let f = |s: u64| {
+        let u = 90.0 * GIB + 4.0 * GIB * (s / 8) as f64;
+        (u, u)
+    };
+    let o = run(70, f);
+    let fc = o[69].forecast.expect("a forecast");
+    assert!((fc.rate.bps / GIB - 0.5).abs() < 0.1, "{:?}", fc.rate);
+}
