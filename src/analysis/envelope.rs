@@ -70,8 +70,11 @@ pub struct EnvelopeParams {
     /// How far (s/s) the predicted moment may move while held.
     pub max_slip: f64,
     /// The newer half of a regime growing at less than this share of the
-    /// older half's rate is a fill levelling off (no forecast).
+    /// older half's rate is a fill levelling off (no forecast) ...
     pub decel: f64,
+    /// ... once the regime is this long (shorter halves are too noisy: a
+    /// staircase's steps land unevenly).
+    pub decel_after: Duration,
     /// A baseline within this share of the GPU of the top is saturated:
     /// no forecast (the at-risk state says it).
     pub saturated_frac: f64,
@@ -92,7 +95,8 @@ impl Default for EnvelopeParams {
             max_fill: 0.02,
             hold: Duration::from_secs(3),
             max_slip: 0.5,
-            decel: 0.6,
+            decel: 0.5,
+            decel_after: Duration::from_secs(24),
             saturated_frac: 0.01,
             at_risk_pct: 97.0,
             at_risk_window: Duration::from_secs(30),
@@ -219,6 +223,9 @@ impl Envelope {
             return None;
         }
         let rate = theil_sen(&self.points, span_s / 4.0)?;
+        if self.decelerating(span_s, p) {
+            return None;
+        }
         let total = m.total as f64;
         if !(rate.low > 0.0 && rate.bps >= p.min_rate && rate.bps <= p.max_fill * total) {
             return None;
@@ -273,7 +280,7 @@ impl Envelope {
     /// of the older half's rate: a cache filling towards a plateau, not a
     /// leak. Only judged once each half spans `min_regime`.
     fn decelerating(&self, span_s: f64, p: &EnvelopeParams) -> bool {
-        if span_s < 2.0 * p.min_regime.as_secs_f64() {
+        if span_s < p.decel_after.as_secs_f64() {
             return false;
         }
         let mid = self.points.len() / 2;

