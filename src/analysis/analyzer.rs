@@ -327,10 +327,7 @@ impl Analyzer {
             let Some(tr) = self.gpus.get_mut(&g.index) else {
                 continue;
             };
-            let gap = tr
-                .series
-                .estimate
-                .map_or(gap, |e| e.max_gap_s.max(gap));
+            let gap = tr.series.estimate.map_or(gap, |e| e.max_gap_s.max(gap));
             let outlook = match tr.a.mem {
                 Some(m) => tr.envelope.observe(t, m, g.mem_peak, gap, &cfg.envelope),
                 None => Default::default(),

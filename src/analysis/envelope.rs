@@ -92,12 +92,12 @@ impl Default for EnvelopeParams {
             min_regime: Duration::from_secs(4),
             min_points: 6,
             min_rate: 1024.0 * 1024.0,
-            max_fill: 0.02,
+            max_fill: 0.015,
             hold: Duration::from_secs(3),
             max_slip: 0.5,
             decel: 0.5,
             decel_after: Duration::from_secs(24),
-            saturated_frac: 0.01,
+            saturated_frac: 0.0025,
             at_risk_pct: 97.0,
             at_risk_window: Duration::from_secs(30),
         }
@@ -236,7 +236,7 @@ impl Envelope {
             .iter()
             .map(|q| q.used + rate.bps * (t - q.t) as f64 / 1000.0)
             .collect();
-        let base = quantile(&mut at_now, 0.5);
+        let base = quantile(&mut at_now, 0.1);
         let line = |q: &Point| base - rate.bps * (t - q.t) as f64 / 1000.0;
         let excursion = self
             .points
@@ -347,17 +347,15 @@ impl Rises {
     pub const STALE_GAPS: f64 = 3.0;
     pub const STALE_MIN: Duration = Duration::from_secs(10);
 
-    /// Notes `v` at `t_ms`; a rise above the high by more than `tol` is a
-    /// new high.
+    /// Notes `v` at `t_ms`; a rise by more than `tol` above the last new
+    /// high is a new high (slow growth adds up to one).
     pub fn observe(&mut self, t_ms: Millis, v: f64, tol: f64) {
         if self.times.is_empty() || v > self.high + tol {
             self.times.push_back(t_ms);
             if self.times.len() > Self::KEEP {
                 self.times.pop_front();
             }
-        }
-        if self.times.len() == 1 || v > self.high {
-            self.high = self.high.max(v);
+            self.high = v;
         }
     }
 
@@ -388,8 +386,10 @@ impl Rises {
     }
 }
 
-/// Theil–Sen over pairs at least `min_dt_s` apart: the median slope and
-/// its 10th–90th percentiles, bytes/s.
+/// Theil–Sen over pairs at least `min_dt_s` apart (so a staircase's steps
+/// average out): the median slope and Sen's 90 % confidence interval for
+/// it (ranks `(N ∓ z·√(n(n−1)(2n+5)/18))/2` of the N pairwise slopes,
+/// applied as quantiles to the pairs kept), bytes/s.
 fn theil_sen(points: &VecDeque<Point>, min_dt_s: f64) -> Option<Rate> {
     let mut slopes = Vec::with_capacity(points.len() * points.len() / 2);
     for (i, a) in points.iter().enumerate() {
@@ -403,9 +403,13 @@ fn theil_sen(points: &VecDeque<Point>, min_dt_s: f64) -> Option<Rate> {
     if slopes.len() < 3 {
         return None;
     }
+    let n = points.len() as f64;
+    let all = n * (n - 1.0) / 2.0;
+    let c = 1.645 * (n * (n - 1.0) * (2.0 * n + 5.0) / 18.0).sqrt();
+    let half = (c / all / 2.0).min(0.5);
     let bps = quantile(&mut slopes, 0.5);
-    let low = quantile(&mut slopes, 0.1);
-    let high = quantile(&mut slopes, 0.9);
+    let low = quantile(&mut slopes, 0.5 - half);
+    let high = quantile(&mut slopes, 0.5 + half);
     Some(Rate { bps, low, high })
 }
 

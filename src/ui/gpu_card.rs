@@ -466,12 +466,7 @@ impl Widget for &GpuLine<'_> {
         };
         let w = area.width;
         let bar_w = (w / 5).clamp(8, 40);
-        spans.extend(memory_bar(
-            app,
-            g,
-            app.gpu_peak(i).map(|p| p.0),
-            bar_w,
-        ));
+        spans.extend(memory_bar(app, g, app.gpu_peak(i).map(|p| p.0), bar_w));
         if let Some(m) = g.mem {
             spans.extend(used_of_total(app, g, m, "/"));
         }

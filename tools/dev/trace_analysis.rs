@@ -57,7 +57,16 @@ fn main() {
             bytes_short(peak),
             g.phase.name(),
             g.rate.map_or(String::new(), |r| rate_short(r.bps)),
-            g.forecast.map_or(String::new(), |f| format!("{} [base room {} peak room {} rate {}..{}]", f.label(), bytes_short(f.room.at_troughs), bytes_short(f.room.at_peaks), rate_short(f.rate.low), rate_short(f.rate.high))) + &g.at_risk_pct.map_or(String::new(), |r| format!(" RISK {r:.1}%")),
+            g.forecast.map_or(String::new(), |f| format!(
+                "{} [base room {} peak room {} rate {}..{}]",
+                f.label(),
+                bytes_short(f.room.at_troughs),
+                bytes_short(f.room.at_peaks),
+                rate_short(f.rate.low),
+                rate_short(f.rate.high)
+            )) + &g
+                .at_risk_pct
+                .map_or(String::new(), |r| format!(" RISK {r:.1}%")),
             leaks.join(" ")
         );
     }

@@ -44,7 +44,10 @@ fn a_fill_then_a_leak_is_forecast_soon_after_the_fill() {
     };
     let o = run(60, f);
     let first = shown_from(&o).expect("a forecast");
-    assert!(first <= 12 + 15, "shown {first} s in (growth began at 12 s)");
+    assert!(
+        first <= 12 + 15,
+        "shown {first} s in (growth began at 12 s)"
+    );
     let fc = o[first].forecast.unwrap();
     let oom_ms = 1_000_000 + (12.0 + 30.0 / 0.6) as u64 * 1000;
     assert!(fc.contains(oom_ms), "{fc:?} vs {oom_ms}");
@@ -94,9 +97,17 @@ fn fast_loading_is_not_forecast() {
 #[test]
 fn a_flat_gpu_has_no_forecast_and_a_saturated_one_is_at_risk() {
     let o = run(40, |_| (100.0 * GIB, 100.0 * GIB));
-    assert!(o.iter().all(|x| x.forecast.is_none() && x.at_risk_pct.is_none()));
+    assert!(
+        o.iter()
+            .all(|x| x.forecast.is_none() && x.at_risk_pct.is_none())
+    );
     // Reserved to 139.2 of 140 GiB by the allocator, peaking at 139.7.
-    let o = run(40, |s| (139.2 * GIB, if s % 5 == 0 { 139.7 * GIB } else { 139.2 * GIB }));
+    let o = run(40, |s| {
+        (
+            139.2 * GIB,
+            if s % 5 == 0 { 139.7 * GIB } else { 139.2 * GIB },
+        )
+    });
     let risk = o[39].at_risk_pct.expect("at risk");
     assert!(risk > 99.0, "{risk}");
 }
