@@ -41,6 +41,9 @@ pub struct Analyzed {
     pub assessment: Assessment,
     /// What this snapshot raised, ordered by GPU and kind.
     pub alerts: Vec<Alert>,
+    /// What the analysis began to say with this snapshot: a forecast first
+    /// shown, a GPU at risk (kind `Note`, recorded with the snapshot).
+    pub notes: Vec<Event>,
 }
 
 impl Analyzed {
@@ -48,22 +51,25 @@ impl Analyzed {
         self.snapshot.seq
     }
 
-    /// The snapshot's own events, then its alerts as events.
+    /// The snapshot's own events, then its alerts and notes as events.
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
         self.snapshot
             .events
             .iter()
             .cloned()
             .chain(self.alerts.iter().map(Alert::to_event))
+            .chain(self.notes.iter().cloned())
     }
 
-    /// The snapshot as a recording keeps it: its alerts among its events.
+    /// The snapshot as a recording keeps it: its alerts and notes among
+    /// its events.
     pub fn recorded(&self) -> Arc<Snapshot> {
-        if self.alerts.is_empty() {
+        if self.alerts.is_empty() && self.notes.is_empty() {
             return self.snapshot.clone();
         }
         let mut with = (*self.snapshot).clone();
         with.events.extend(self.alerts.iter().map(Alert::to_event));
+        with.events.extend(self.notes.iter().cloned());
         Arc::new(with)
     }
 }
@@ -71,12 +77,53 @@ impl Analyzed {
 /// The analysis stage's step: observe one snapshot, package the result.
 /// The pipeline, tests and benchmarks share it.
 pub fn analyse(analyzer: &mut Analyzer, snapshot: Arc<Snapshot>) -> Analyzed {
+    let before: Vec<(u32, bool, bool)> = analyzer
+        .gpus()
+        .map(|g| (g.index, g.forecast.is_some(), g.at_risk_pct.is_some()))
+        .collect();
     let alerts = analyzer.observe(&snapshot);
+    let assessment = analyzer.assessment(snapshot.t_ms);
+    let notes = notes(&before, &assessment, snapshot.t_ms);
     Analyzed {
-        assessment: analyzer.assessment(snapshot.t_ms),
+        assessment,
         snapshot,
         alerts,
+        notes,
     }
+}
+
+/// "Forecast first shown" and "at risk" notes, for GPUs where they began.
+fn notes(before: &[(u32, bool, bool)], now: &Assessment, t_ms: u64) -> Vec<Event> {
+    use crate::model::EventKind;
+    let mut out = Vec::new();
+    for g in now.gpus() {
+        let (had_forecast, had_risk) = before
+            .iter()
+            .find(|b| b.0 == g.index)
+            .map_or((false, false), |b| (b.1, b.2));
+        let note = |message: String| Event {
+            t_ms,
+            kind: EventKind::Note,
+            gpu: Some(g.index),
+            pid: None,
+            message,
+        };
+        if let Some(f) = g.forecast.filter(|_| !had_forecast) {
+            out.push(note(format!(
+                "GPU {} forecast first shown: full in {} at {}",
+                g.index,
+                f.label(),
+                crate::model::units::rate_short(f.rate.bps)
+            )));
+        }
+        if let Some(p) = g.at_risk_pct.filter(|_| !had_risk) {
+            out.push(note(format!(
+                "GPU {} at risk: peaks at {p:.1}% of its memory; the next larger allocation may fail",
+                g.index
+            )));
+        }
+    }
+    out
 }
 
 /// A sequence of snapshots analysed in order by one analyzer, as the

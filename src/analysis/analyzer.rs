@@ -334,6 +334,11 @@ impl Analyzer {
             };
             tr.a.forecast = outlook.forecast;
             tr.a.at_risk_pct = outlook.at_risk_pct;
+            // The regime's rate is the GPU's growth: the rate window would
+            // still hold a fill that ended seconds ago.
+            if let Some(r) = outlook.rate {
+                tr.a.rate = Some(r);
+            }
             out.extend(tr.alerts.check(t, g, tr.a.forecast.as_ref(), &cfg.levels));
         }
         out

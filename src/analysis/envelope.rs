@@ -120,6 +120,9 @@ struct Point {
 pub struct Outlook {
     /// The forecast shown, when growth is sustained and steady.
     pub forecast: Option<Forecast>,
+    /// The growth of the current regime (since the last level shift),
+    /// once it is `min_regime` old.
+    pub rate: Option<Rate>,
     /// The highest share of memory read within `at_risk_window`, when it
     /// is at or above `at_risk_pct`.
     pub at_risk_pct: Option<f64>,
@@ -196,6 +199,7 @@ impl Envelope {
         let candidate = self.candidate(t_ms, m, gap_s, p);
         Outlook {
             forecast: self.hold(candidate, p),
+            rate: self.regime_rate(t_ms, p),
             at_risk_pct,
         }
     }
@@ -212,6 +216,16 @@ impl Envelope {
         }
         let top = self.fullness.iter().map(|(_, x)| *x).fold(0.0, f64::max);
         (top >= p.at_risk_pct).then_some(top)
+    }
+
+    /// The Theil–Sen rate of the regime, once it is old enough.
+    fn regime_rate(&self, t: Millis, p: &EnvelopeParams) -> Option<Rate> {
+        let first = self.points.front()?;
+        let span_s = t.saturating_sub(first.t) as f64 / 1000.0;
+        if self.points.len() < p.min_points || span_s < p.min_regime.as_secs_f64() {
+            return None;
+        }
+        theil_sen(&self.points, span_s / 4.0)
     }
 
     /// The forecast the current regime gives, before it is held.

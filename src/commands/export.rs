@@ -2,6 +2,13 @@
 //! spreadsheets: one row per GPU per snapshot, or with `--process PID` one
 //! row per sample of that process. Memory is in MiB, power in W, energy in
 //! J; an empty cell is a reading the GPU did not give.
+//!
+//! Each row also carries the analysis as the dashboard had it at that
+//! moment (the recording is analysed snapshot by snapshot, nothing from
+//! later counts): per GPU the growth rate, phase, the forecast's seconds to
+//! full (central, earliest, latest), the at-risk share, the leaking
+//! processes and the alerts raised then; per process its growth, phase and
+//! leak flag.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -10,9 +17,11 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
+use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::cli::ExportArgs;
 use crate::model::units::MIB;
-use crate::model::{GpuSample, ProcSample, Snapshot};
+use crate::model::{GpuSample, ProcSample};
+use crate::pipeline::{Analyzed, analyse};
 use crate::record::Recording;
 
 #[derive(Serialize)]
@@ -45,6 +54,15 @@ struct GpuRow<'a> {
     ecc_volatile: Option<u64>,
     /// ms from the start of the sampling round to this GPU's read.
     lag_ms: u32,
+    growth_bps: Option<f64>,
+    phase: &'static str,
+    full_in_s: Option<f64>,
+    full_in_low_s: Option<f64>,
+    full_in_high_s: Option<f64>,
+    at_risk_pct: Option<f64>,
+    leaking_processes: Option<u32>,
+    /// Alerts raised at this snapshot, by kind, `;`-separated.
+    alerts: String,
 }
 
 #[derive(Serialize)]
@@ -68,6 +86,9 @@ struct ProcRow<'a> {
     container: Option<&'a str>,
     name: Option<&'a str>,
     command: Option<&'a str>,
+    growth_bps: Option<f64>,
+    phase: &'static str,
+    leak: Option<u8>,
 }
 
 fn mib(b: u64) -> f64 {
@@ -82,7 +103,16 @@ fn state(g: &GpuSample) -> &'static str {
     }
 }
 
-fn gpu_row<'a>(time: &'a str, s: &Snapshot, g: &GpuSample) -> GpuRow<'a> {
+/// Rounds a figure the analysis estimated to what it is worth.
+fn est(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn gpu_row<'a>(time: &'a str, a: &Analyzed, g: &GpuSample) -> GpuRow<'a> {
+    let s = &*a.snapshot;
+    let ga = a.assessment.gpu(g.index);
+    let age = |made: u64| s.t_ms.saturating_sub(made) as f64 / 1000.0;
+    let f = ga.and_then(|x| x.forecast);
     GpuRow {
         time,
         t_ms: s.t_ms,
@@ -111,10 +141,26 @@ fn gpu_row<'a>(time: &'a str, s: &Snapshot, g: &GpuSample) -> GpuRow<'a> {
         energy_j: g.energy_mj.map(|e| e as f64 / 1000.0),
         ecc_volatile: g.ecc_volatile,
         lag_ms: g.lag_ms,
+        growth_bps: ga.and_then(|x| x.rate).map(|r| r.bps.round()),
+        phase: ga.map_or("", |x| x.phase.name()),
+        full_in_s: f.map(|f| est((f.eta_s - age(f.made_ms)).max(0.0))),
+        full_in_low_s: f.map(|f| est((f.low_s - age(f.made_ms)).max(0.0))),
+        full_in_high_s: f.and_then(|f| f.high_s.map(|h| est((h - age(f.made_ms)).max(0.0)))),
+        at_risk_pct: ga.and_then(|x| x.at_risk_pct).map(est),
+        leaking_processes: ga.map(|x| x.leaking),
+        alerts: a
+            .alerts
+            .iter()
+            .filter(|x| x.gpu == Some(g.index))
+            .map(|x| x.kind.name())
+            .collect::<Vec<_>>()
+            .join(";"),
     }
 }
 
-fn proc_row<'a>(time: &'a str, s: &Snapshot, p: &'a ProcSample) -> ProcRow<'a> {
+fn proc_row<'a>(time: &'a str, a: &Analyzed, p: &'a ProcSample) -> ProcRow<'a> {
+    let s = &*a.snapshot;
+    let pa = a.assessment.process(&p.id());
     ProcRow {
         time,
         t_ms: s.t_ms,
@@ -135,6 +181,9 @@ fn proc_row<'a>(time: &'a str, s: &Snapshot, p: &'a ProcSample) -> ProcRow<'a> {
         container: p.container.as_deref(),
         name: p.name.as_deref(),
         command: p.command.as_deref(),
+        growth_bps: pa.and_then(|x| x.rate).map(|r| r.bps.round()),
+        phase: pa.map_or("", |x| x.phase.name()),
+        leak: pa.map(|x| u8::from(x.leak.is_some())),
     }
 }
 
@@ -194,20 +243,26 @@ fn write_rows<W: Write>(
 ) -> Result<u64> {
     let out = output_name(args.output.as_deref());
     let mut rows = 0u64;
+    // The analysis as the dashboard would have had it, with the recording's
+    // interval.
+    let interval = std::time::Duration::from_millis(rec.header().interval_ms.max(100));
+    let config = crate::config::Config::default().with_interval(Some(interval));
+    let mut analyzer = Analyzer::new(&AnalysisConfig::from_config(&config));
     for s in rec.iter() {
-        let s = s?;
+        let a = analyse(&mut analyzer, std::sync::Arc::new(s?));
+        let s = &*a.snapshot;
         let time = rfc3339(s.t_ms);
         let gpu_ok = |g: u32| args.gpu.is_none_or(|want| want == g);
         if let Some(pid) = args.process {
             for p in s.procs.iter().filter(|p| p.pid == pid && gpu_ok(p.gpu)) {
-                csv.serialize(proc_row(&time, &s, p))
+                csv.serialize(proc_row(&time, &a, p))
                     .map_err(csv_error)
                     .with_context(|| format!("writing {out}"))?;
                 rows += 1;
             }
         } else {
             for g in s.gpus.iter().filter(|g| gpu_ok(g.index)) {
-                csv.serialize(gpu_row(&time, &s, g))
+                csv.serialize(gpu_row(&time, &a, g))
                     .map_err(csv_error)
                     .with_context(|| format!("writing {out}"))?;
                 rows += 1;

@@ -17,10 +17,23 @@ pub fn extra_of(a: &Assessment, snap: &Snapshot, cfg: &AnalysisConfig) -> Extra 
             .forecast
             .as_ref()
             .map(|f| (f.eta_s - age(f.made_ms)).max(0.0));
+        let left = |s: f64, made: u64| (s - age(made)).max(0.0);
         out.gpus.push(GpuExtra {
             index: g.index,
             growth_bps: ga.rate.map(|r| r.bps),
             seconds_to_full,
+            seconds_to_full_low: ga.forecast.map(|f| left(f.low_s, f.made_ms)),
+            seconds_to_full_high: ga
+                .forecast
+                .and_then(|f| f.high_s.map(|h| left(h, f.made_ms))),
+            at_risk_ratio: ga.at_risk_pct.map(|p| p / 100.0),
+        });
+        out.alerts.push(AlertState {
+            name: "at_risk".into(),
+            gpu: Some(g.index),
+            pid: None,
+            severity: Severity::Warn,
+            active: ga.at_risk_pct.is_some(),
         });
         out.alerts.push(AlertState {
             name: "memory".into(),

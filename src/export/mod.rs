@@ -47,6 +47,13 @@ pub struct GpuExtra {
     /// Seconds until the GPU is full at the current growth; `None` when it is
     /// not growing (nothing is exported then).
     pub seconds_to_full: Option<f64>,
+    /// The forecast's earliest and latest ends, seconds (`high` is `None`
+    /// when the growth may stop before the GPU is full).
+    pub seconds_to_full_low: Option<f64>,
+    pub seconds_to_full_high: Option<f64>,
+    /// The highest share of its memory read recently, 0..=1, while the GPU
+    /// is at risk (peaks at the top); `None` otherwise.
+    pub at_risk_ratio: Option<f64>,
 }
 
 /// Analysis of one process on one GPU. Exported only while the process is

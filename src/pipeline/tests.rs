@@ -117,9 +117,19 @@ fn analysed_snapshots_carry_their_alerts_as_events_when_recorded() {
     let rec = with.recorded();
     assert_eq!(
         rec.events.len(),
-        with.snapshot.events.len() + with.alerts.len()
+        with.snapshot.events.len() + with.alerts.len() + with.notes.len()
     );
     assert_eq!(with.events().count(), rec.events.len());
-    let without = all.iter().find(|a| a.alerts.is_empty()).unwrap();
+    let without = all
+        .iter()
+        .find(|a| a.alerts.is_empty() && a.notes.is_empty())
+        .unwrap();
     assert!(Arc::ptr_eq(&without.recorded(), &without.snapshot));
+    // The forecast's first showing is noted once.
+    let shown: Vec<_> = all
+        .iter()
+        .flat_map(|a| &a.notes)
+        .filter(|n| n.message.contains("forecast first shown"))
+        .collect();
+    assert_eq!(shown.len(), 1, "{shown:?}");
 }

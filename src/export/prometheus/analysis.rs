@@ -17,6 +17,8 @@ use super::{Family, Kind, Labels, Value, labels};
 pub(super) fn write(l: &Labels, x: &Extra, out: &mut String) {
     gpu_growth(l, x, out);
     seconds_to_full(l, x, out);
+    forecast_bounds(l, x, out);
+    at_risk(l, x, out);
     proc_growth(l, x, out);
     leak(l, x, out);
     alerts(l, x, out);
@@ -46,6 +48,46 @@ fn seconds_to_full(l: &Labels, x: &Extra, out: &mut String) {
     for g in &x.gpus {
         if let Some(lab) = l.gpu_labels(g.index) {
             fam.maybe(lab, g.seconds_to_full.map(Value::Float));
+        }
+    }
+}
+
+/// The forecast's range: `vramwatch_gpu_memory_seconds_to_full_low` (the
+/// earliest the GPU can be full) and `_high` (the latest; absent when the
+/// growth may stop first).
+fn forecast_bounds(l: &Labels, x: &Extra, out: &mut String) {
+    let bounds: [(&str, &str, fn(&crate::export::GpuExtra) -> Option<f64>); 2] = [
+        (
+            "vramwatch_gpu_memory_seconds_to_full_low",
+            "Earliest end of the forecast: seconds until device memory may be full; absent when not forecast.",
+            |g| g.seconds_to_full_low,
+        ),
+        (
+            "vramwatch_gpu_memory_seconds_to_full_high",
+            "Latest end of the forecast: seconds until device memory is full at the slowest growth seen; absent when not forecast or when growth may stop first.",
+            |g| g.seconds_to_full_high,
+        ),
+    ];
+    for (name, help, get) in bounds {
+        let mut fam = Family::new(out, name, Kind::Gauge, help);
+        for g in &x.gpus {
+            if let Some(lab) = l.gpu_labels(g.index) {
+                fam.maybe(lab, get(g).map(Value::Float));
+            }
+        }
+    }
+}
+
+fn at_risk(l: &Labels, x: &Extra, out: &mut String) {
+    let mut fam = Family::new(
+        out,
+        "vramwatch_gpu_memory_at_risk_ratio",
+        Kind::Gauge,
+        "Highest share of device memory read recently while it is so close to full that the next larger allocation may fail; absent otherwise.",
+    );
+    for g in &x.gpus {
+        if let Some(lab) = l.gpu_labels(g.index) {
+            fam.maybe(lab, g.at_risk_ratio.map(Value::Float));
         }
     }
 }

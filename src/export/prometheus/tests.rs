@@ -312,17 +312,24 @@ fn analysis_figures_show_when_fed() {
                 index: 1,
                 growth_bps: Some(4.0 * MIB as f64),
                 seconds_to_full: Some(250.5),
+                seconds_to_full_low: Some(240.0),
+                seconds_to_full_high: None,
+                at_risk_ratio: None,
             },
             GpuExtra {
                 index: 0,
                 growth_bps: Some(-1.5),
                 seconds_to_full: None,
+                seconds_to_full_low: None,
+                seconds_to_full_high: None,
+                at_risk_ratio: Some(0.991),
             },
             // Not in the snapshot: ignored.
             GpuExtra {
                 index: 9,
                 growth_bps: Some(1.0),
                 seconds_to_full: Some(1.0),
+                ..Default::default()
             },
         ],
         procs: vec![ProcExtra {
@@ -346,6 +353,16 @@ fn analysis_figures_show_when_fed() {
     let s2f = samples(&text, "vramwatch_gpu_memory_seconds_to_full");
     assert_eq!(s2f.len(), 1);
     assert!(s2f[0].0.contains("gpu=\"1\"") && s2f[0].1 == "250.5");
+    let low = samples(&text, "vramwatch_gpu_memory_seconds_to_full_low");
+    assert_eq!(low.len(), 1);
+    assert_eq!(low[0].1, "240.0");
+    assert!(
+        samples(&text, "vramwatch_gpu_memory_seconds_to_full_high").is_empty(),
+        "open-ended: absent"
+    );
+    let risk = samples(&text, "vramwatch_gpu_memory_at_risk_ratio");
+    assert_eq!(risk.len(), 1);
+    assert!(risk[0].0.contains("gpu=\"0\"") && risk[0].1 == "0.991");
     let g = samples(&text, "vramwatch_gpu_memory_growth_bytes_per_second");
     assert_eq!(g.len(), 2);
     assert_eq!(g[1].1, "-1.5");
