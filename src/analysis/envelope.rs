@@ -164,14 +164,18 @@ impl Envelope {
             used,
             peak: peak.map_or(used, |x| (x as f64).max(used)),
         };
-        if let Some(last) = self.points.back()
-            && (used - last.used).abs() >= p.shift_frac * total
-        {
+        let change = self.points.back().map_or(0.0, |last| used - last.used);
+        if change.abs() >= p.shift_frac * total {
             // A level shift: what came before says nothing about now.
             self.points.clear();
             self.held.clear();
             self.shown = false;
             self.rises.clear();
+            // After a drop (an OOM's process gone) the old peaks say
+            // nothing about the risk now.
+            if change < 0.0 {
+                self.fullness.clear();
+            }
         }
         // At most `MAX_POINTS` points span the window: a faster sample
         // folds into the last point (its peak kept) instead of adding one.

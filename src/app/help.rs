@@ -12,7 +12,7 @@ pub fn key_lines(keys: &KeyMap) -> Vec<(String, &'static str)> {
 }
 
 /// Symbols and what they mean.
-pub const LEGEND: [(&str, &str); 8] = [
+pub const LEGEND: [(&str, &str); 9] = [
     ("█ ▒ ░", "memory used, reserved by the driver, free"),
     ("┃", "highest memory seen since start (fast lane included)"),
     (
@@ -25,6 +25,10 @@ pub const LEGEND: [(&str, &str); 8] = [
     ),
     ("dim", "another user's process; italic = exited"),
     ("unaccounted", "device memory no listed process holds"),
+    (
+        "at risk",
+        "peaks at the top: the next larger allocation may fail",
+    ),
     ("mem sparkline", "highest memory in each 5-sample bucket"),
     ("N/A", "the GPU does not report this figure"),
 ];

@@ -71,6 +71,9 @@ pub struct GpuInsight {
     pub phase: Phase,
     /// When it will be full, when growth is sustained.
     pub full_in: Option<Eta>,
+    /// The recent peak share of its memory (%) while the GPU is at risk:
+    /// so close to full that the next larger allocation may fail.
+    pub at_risk_pct: Option<f64>,
 }
 
 /// What the analysis says about a process.

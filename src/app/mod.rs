@@ -254,6 +254,7 @@ impl App {
             rate_bps: g.rate.map_or(0.0, |r| r.bps),
             phase: g.phase,
             full_in: g.forecast.as_ref().map(|f| Eta::of(f, now)),
+            at_risk_pct: g.at_risk_pct,
         })
     }
 

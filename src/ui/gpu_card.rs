@@ -399,6 +399,14 @@ impl GpuCard<'_> {
                 l4.push(Span::styled("  full in ", t.label));
                 l4.extend(value(eta.describe(), sev, t));
             }
+            if let Some(pct) = ins.at_risk_pct {
+                l4.push(Span::styled("  ", t.label));
+                l4.extend(value(
+                    format!("at risk (peaks {pct:.0}%)"),
+                    Severity::Critical,
+                    t,
+                ));
+            }
         }
         l4.extend(slow_lane(g, t));
         l4
@@ -530,6 +538,8 @@ fn line_tail(app: &App, i: usize, g: &GpuSample) -> Vec<Span<'static>> {
                 format!(" full~{}", duration_short(eta.eta_s.round() as u64)),
                 t.crit,
             ));
+        } else if ins.at_risk_pct.is_some() {
+            tail.push(Span::styled(" at risk", t.crit));
         }
     }
     tail
