@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use crate::config::Severity;
-use crate::export::Extra;
+use crate::export::{Extra, GpuExtra};
 use crate::sanitize;
 
 use super::{Family, Kind, Labels, Value, labels};
@@ -56,7 +56,8 @@ fn seconds_to_full(l: &Labels, x: &Extra, out: &mut String) {
 /// earliest the GPU can be full) and `_high` (the latest; absent when the
 /// growth may stop first).
 fn forecast_bounds(l: &Labels, x: &Extra, out: &mut String) {
-    let bounds: [(&str, &str, fn(&crate::export::GpuExtra) -> Option<f64>); 2] = [
+    type Bound = (&'static str, &'static str, fn(&GpuExtra) -> Option<f64>);
+    let bounds: [Bound; 2] = [
         (
             "vramwatch_gpu_memory_seconds_to_full_low",
             "Earliest end of the forecast: seconds until device memory may be full; absent when not forecast.",
