@@ -15,6 +15,7 @@ mod analysis_props;
 mod analysis_sim;
 mod cli;
 mod config_cli;
+mod corpus;
 mod gpu_compare;
 mod h200_recordings;
 mod prometheus;

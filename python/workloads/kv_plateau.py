@@ -1,0 +1,154 @@
+"""kv_plateau: an inference server whose prefix (KV) cache fills towards a
+plateau. Must not alarm.
+
+A 1.7B-parameter bf16 GPT (d 4096, 8 layers) is loaded (weights copied from pinned host memory
+at --load-gbps: a fast ramp), then the server answers requests in a loop.
+Each request uses one of N known prompts (system prompts / documents,
+2048-6144 tokens each), picked uniformly at random. The first time a prompt
+is seen its prefill runs and its keys and values are kept in a prefix cache
+(one [layers, 2, T, d] bf16 tensor per prompt, as radix/prefix caches do);
+later requests reuse them and only decode --gen tokens (HF-style: the new
+tokens' keys and values are concatenated per layer, transient).
+
+Requests arrive at N / --tau-s per second (at speed 1), so the number of
+distinct prompts seen grows like N (1 - exp(-t / tau)): the cache grows
+fast at first and ever slower towards its plateau. N is chosen so the full
+cache puts the GPU at --target-frac of its memory. A forecaster that
+extrapolates the early rate calls an OOM that never comes.
+
+Ground truth: expect "no_alarm"; growth_start = the first request (weights
+loaded); growth_end is left null (the approach is asymptotic; the truth
+file's plan gives tau and the plateau); no OOM.
+"""
+
+import common as C
+
+
+def main():
+    p = C.base_parser("kv_plateau", __doc__, seconds=90, variants=["default"], target_frac=0.8)
+    p.add_argument("--tau-s", type=float, default=20.0, help="time constant of the cache fill at speed 1")
+    p.add_argument("--gen", type=int, default=4, help="tokens decoded per request")
+    p.add_argument("--prompt-min", type=int, default=2048)
+    p.add_argument("--prompt-max", type=int, default=6144)
+    p.add_argument("--load-gbps", type=float, default=10.0, help="weights load rate at speed 1 (GB/s)")
+    p.add_argument("--d", type=int, default=4096)
+    p.add_argument("--layers", type=int, default=8)
+    args = p.parse_args()
+    run = C.Run("kv_plateau", args, expect="no_alarm",
+                note="prefix KV cache over a finite prompt set: grows like 1-exp(-t/tau) to a plateau")
+    C.main_for(run, body)
+
+
+def body(run):
+    import math
+    import random
+
+    import torch.nn.functional as F
+
+    from nets import GPT
+
+    torch, dev = run.setup_torch()
+    a = run.args
+    z = C.dry_dims(run, vocab=32000, d=a.d, layers=a.layers, heads=32, max_t=8192)
+    V, d, L, H = z["vocab"], z["d"], z["layers"], z["heads"]
+    hd = d // H
+    lo, hi = (a.prompt_min, a.prompt_max) if not run.dry else (8, 24)
+    run.set_phase("load_weights")
+    with torch.device("meta"):
+        model = GPT(vocab=V, d=d, layers=L, heads=H, max_t=z["max_t"]).to(torch.bfloat16)
+    C.load_weights(run, model, gbps=a.load_gbps * a.speed)
+    model.eval()
+    torch.set_grad_enabled(False)
+
+    def layer_kv(blk, h):
+        """q, k, v of one layer for h [T, d]: each [H, T, hd]."""
+        T = h.shape[0]
+        q, k, v = blk.qkv(blk.ln1(h)).view(T, 3, H, hd).permute(1, 2, 0, 3)
+        return q, k, v
+
+    def finish_layer(blk, x, y):
+        x = x + blk.proj(y.transpose(0, 1).reshape(x.shape[0], d))
+        return x + blk.fc2(blk.act(blk.fc1(blk.ln2(x))))
+
+    def prefill(tokens):
+        """Runs the prompt; returns its cache entry [L, 2, T, d]."""
+        T = tokens.shape[0]
+        entry = torch.empty(L, 2, T, d, dtype=torch.bfloat16, device=dev)
+        x = model.tok(tokens) + model.pos(torch.arange(T, device=dev))
+        for i, blk in enumerate(model.blocks):
+            q, k, v = layer_kv(blk, x)
+            entry[i, 0].copy_(k.transpose(0, 1).reshape(T, d))
+            entry[i, 1].copy_(v.transpose(0, 1).reshape(T, d))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = finish_layer(blk, x, y)
+        return entry
+
+    def decode(entry, first, n):
+        """Greedy decoding of n tokens after the cached prompt."""
+        T = entry.shape[2]
+        extra_k = [None] * L
+        extra_v = [None] * L
+        tok = first
+        out = []
+        for j in range(n):
+            x = model.tok(tok.view(1)) + model.pos(torch.tensor([min(T + j, z["max_t"] - 1)], device=dev))
+            for i, blk in enumerate(model.blocks):
+                q, k, v = layer_kv(blk, x)
+                extra_k[i] = k if extra_k[i] is None else torch.cat([extra_k[i], k], dim=1)
+                extra_v[i] = v if extra_v[i] is None else torch.cat([extra_v[i], v], dim=1)
+                kk = torch.cat([entry[i, 0].view(T, H, hd).transpose(0, 1), extra_k[i]], dim=1)
+                vv = torch.cat([entry[i, 1].view(T, H, hd).transpose(0, 1), extra_v[i]], dim=1)
+                y = F.scaled_dot_product_attention(q, kk, vv)
+                x = finish_layer(blk, x, y)
+            tok = model.head(model.ln_f(x)).argmax(-1)
+            out.append(tok)
+        return out
+
+    # the prompt set, sized so the full cache lands at the target
+    rng = random.Random(a.seed)
+    lengths = [rng.randint(lo, hi) for _ in range(100000)]
+    per_token = L * 2 * d * 2
+    probe = torch.randint(0, V, (hi,), device=dev)
+    run.set_phase("probe")
+
+    def one_request():
+        en = prefill(probe)
+        decode(en, probe[:1], a.gen)
+        return en
+
+    e, peak, _ = C.measure_peak(run, one_request)
+    del e, probe
+    working = int(peak - hi * per_token) + 256 * C.MIB
+    cache_budget = C.target_fill(run, working=working, note="the prefix cache at its plateau")
+    n, total = 0, 0
+    while n < len(lengths) and total + lengths[n] * per_token <= cache_budget:
+        total += lengths[n] * per_token
+        n += 1
+    n = max(n, 4)
+    lengths = lengths[:n]
+    prompts = [torch.randint(0, V, (t,), device=dev) for t in lengths]
+    rate = n / a.tau_s  # requests per second at speed 1
+    run.plan.update({"prompts": n, "plateau_cache_bytes": sum(lengths) * per_token, "tau_s_speed1": a.tau_s,
+                     "requests_per_s_speed1": rate, "kv_bytes_per_token": per_token})
+
+    run.set_phase("serve")
+    cache = {}
+    pacer = run.pacer(rate)
+    served = 0
+    run.mark_growth_start(what="prefix_cache_fill", tau_s=a.tau_s / a.speed, plateau_bytes=sum(lengths) * per_token)
+    left = max(0.0, a.seconds - run.elapsed())
+    run.plan["expected_fraction_cached_at_end"] = round(1 - math.exp(-left * a.speed / a.tau_s), 3)
+    while not run.time_up():
+        k = rng.randrange(n)
+        entry = cache.get(k)
+        if entry is None:
+            entry = cache[k] = prefill(prompts[k])
+        decode(entry, prompts[k][-1:], a.gen)
+        served += 1
+        run.tick(served, cached=len(cache), of=n)
+        pacer.wait()
+    run.extra["final_cached_prompts"] = len(cache)
+
+
+if __name__ == "__main__":
+    main()

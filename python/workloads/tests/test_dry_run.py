@@ -1,0 +1,73 @@
+"""Runs every workload (and variant) with --dry-run: on the CPU, tiny sizes,
+a few seconds each; the OOM shapes end in a simulated OOM. Checks the exit
+status and the truth file. Needs torch (any build); skipped without it.
+About 2 minutes.
+
+    python3 -m unittest python/workloads/tests/test_dry_run.py
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+try:
+    import torch  # noqa: F401
+
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+
+# (workload, extra args, expected exit status, expected outcome, expect)
+CASES = [
+    ("leak_keep", [], 3, "oom", "oom"),
+    ("leak_keep", ["--variant", "loss_graph"], 3, "oom", "oom"),
+    ("curriculum", [], 3, "oom", "oom"),
+    ("curriculum", ["--variant", "seqlen"], 3, "oom", "oom"),
+    ("eval_spike", ["--eval-every-s", "0.6", "--val-batches", "3"], 3, "oom", "oom"),
+    ("eval_spike", ["--variant", "cached", "--eval-every-s", "0.6", "--val-batches", "3"], 3, "oom", "oom"),
+    ("grad_accum", ["--accum", "3"], 3, "oom", "oom"),
+    ("grad_accum", ["--variant", "noleak", "--accum", "3", "--seconds", "5"], 0, "completed", "no_alarm"),
+    ("empty_cache_saw", ["--window", "3"], 3, "oom", "oom"),
+    ("two_proc", ["--linger-s", "0.5"], 3, "oom", "oom"),
+    ("fragment", [], 3, "oom", "oom"),
+    ("fragment", ["--variant", "expandable", "--seconds", "5"], 0, "completed", "no_alarm"),
+    ("healthy_train", ["--warmup-s", "1", "--eval-every-s", "1", "--seconds", "5"], 0, "completed", "no_alarm"),
+    ("kv_plateau", ["--tau-s", "0.2", "--seconds", "5"], 0, "completed", "no_alarm"),
+    ("dataset_load", ["--seconds", "5"], 0, "completed", "no_alarm"),
+    ("weights_load", ["--seconds", "5"], 0, "completed", "no_alarm"),
+]
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed")
+class DryRun(unittest.TestCase):
+    def test_every_workload(self):
+        for wl, extra, code, outcome, expect in CASES:
+            with self.subTest(workload=wl, args=extra), tempfile.TemporaryDirectory() as tmp:
+                truth = os.path.join(tmp, "t.json")
+                p = subprocess.run([sys.executable, os.path.join(HERE, f"{wl}.py"), "--dry-run", "--truth", truth,
+                                    "--speed", "2", *extra], capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, code, p.stdout[-2000:] + p.stderr[-2000:])
+                with open(truth) as f:
+                    t = json.load(f)
+                self.assertEqual((t["outcome"], t["expect"], t["speed"]), (outcome, expect, 2.0))
+                self.assertIsNotNone(t["start_unix_ms"])
+                if outcome == "oom":
+                    self.assertIn(t["oom_pid"], t["pids"])
+                    self.assertLessEqual(t["start_unix_ms"], t["oom_unix_ms"])
+                if wl == "two_proc":
+                    self.assertEqual(len(t["pids"]), 2)
+                    self.assertEqual(t["oom_role"], "victim")
+                    self.assertEqual(t["roles"][str(t["oom_pid"])], "victim")
+                    self.assertIsNotNone(t["growth_start_unix_ms"])
+                # every stdout line is JSON, and the last one is the truth
+                lines = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+                self.assertEqual(lines[-1]["kind"], "truth")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,102 @@
+//! The analysis on real PyTorch workloads recorded on H200s
+//! (tests/fixtures/corpus/README.md): the figures docs/analysis.md reports
+//! must not get worse. Each bound is the figure measured when the
+//! forecaster was last tuned (on `tune/` only); `heldout/` was not looked
+//! at while tuning.
+
+use std::path::PathBuf;
+
+use vramwatch::analysis::AnalysisConfig;
+use vramwatch::analysis::truth::{RunScore, Summary};
+use vramwatch::commands::score::{score_file, truth_beside};
+
+fn corpus(set: &str) -> Vec<RunScore> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/corpus")
+        .join(set);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("the corpus folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
+        .collect();
+    files.sort();
+    let cfg = AnalysisConfig::default();
+    files
+        .iter()
+        .map(|f| score_file(f, &truth_beside(f), &cfg).expect("scores"))
+        .collect()
+}
+
+#[test]
+fn the_tuning_corpus_scores_at_least_as_well_as_when_tuned() {
+    let runs = corpus("tune");
+    let s = Summary::of(&runs);
+    assert_eq!((s.runs, s.oom_runs, s.checkpoints), (14, 9, 16), "{s:?}");
+    assert!(s.held >= 7, "{s:?}");
+    assert!(s.held + s.at_risk_only >= 12, "{s:?}");
+    assert!(s.shown_by_30 >= 4, "{s:?}");
+    assert!(s.false_alarm_runs <= 1, "{s:?}");
+    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 24.5), "{s:?}");
+    // The flat and loading runs stay silent; the known false alarm is the
+    // KV cache that fills linearly for half a minute before it levels off.
+    for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
+        assert!(r.label.starts_with("kv_plateau"), "{r:?}");
+    }
+}
+
+#[test]
+fn the_held_out_corpus_scores_at_least_as_it_did() {
+    let s = Summary::of(&corpus("heldout"));
+    assert_eq!((s.runs, s.oom_runs), (8, 4), "{s:?}");
+    assert!(s.held >= 1 && s.held + s.at_risk_only >= 3, "{s:?}");
+    assert!(s.false_alarm_runs <= 1, "{s:?}");
+}
+
+#[test]
+fn the_fast_corpus_scores_at_least_as_it_did() {
+    let s = Summary::of(&corpus("quick"));
+    assert_eq!((s.runs, s.oom_runs), (14, 9), "{s:?}");
+    assert!(s.held >= 2 && s.held + s.at_risk_only >= 7, "{s:?}");
+    assert!(s.false_alarm_runs <= 1, "{s:?}");
+}
+
+#[test]
+fn score_prints_the_table_and_says_what_is_missing() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus/tune");
+    let rec = dir.join("01-gpu0-leak_keep-s1.0.jsonl.zst");
+    let out = assert_cmd::Command::cargo_bin("vramwatch")
+        .unwrap()
+        .arg("score")
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("| leak_keep/logits ×1 | OOM |"), "{text}");
+    assert!(text.contains("1 runs (1 OOM, 0 must not alarm)"), "{text}");
+    // JSON for machines.
+    let out = assert_cmd::Command::cargo_bin("vramwatch")
+        .unwrap()
+        .args(["score", "--json"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["oom_runs"], 1);
+    // A recording without its truth: the error names the file it wanted.
+    let tmp = tempfile::tempdir().unwrap();
+    let lone = tmp.path().join("x.jsonl.zst");
+    std::fs::copy(&rec, &lone).unwrap();
+    let out = assert_cmd::Command::cargo_bin("vramwatch")
+        .unwrap()
+        .arg("score")
+        .arg(&lone)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("x.truth.json") && err.contains("cannot read"),
+        "{err}"
+    );
+}
