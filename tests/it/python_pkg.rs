@@ -39,3 +39,35 @@ fn python_package_unit_tests_pass() {
         .unwrap_or(0);
     assert!(ran >= 50, "only {ran} Python tests ran:\n{stderr}");
 }
+
+/// The workload corpus's own tests (python/workloads/tests): the truth
+/// files, pacing and plans without torch, and the runner against a fake
+/// `vramwatch` (which it records and stops like the real one).
+#[test]
+fn workload_corpus_tests_pass() {
+    if !crate::common::tool_available("python3") || !crate::common::tool_available("bash") {
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/workloads");
+    let unit = std::process::Command::new("python3")
+        .args(["-m", "unittest", "discover", "-s", "tests", "-p", "test_common.py"])
+        .current_dir(&dir)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        unit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&unit.stderr)
+    );
+    let runner = std::process::Command::new("bash")
+        .arg("tests/test_runner.sh")
+        .current_dir(&dir)
+        .output()
+        .expect("bash runs");
+    let out = String::from_utf8_lossy(&runner.stdout);
+    assert!(
+        runner.status.success() && out.contains("all runner tests passed"),
+        "{out}\n{}",
+        String::from_utf8_lossy(&runner.stderr)
+    );
+}
