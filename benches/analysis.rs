@@ -4,6 +4,7 @@
 //! one robust-slope estimate of a full 64-point window.
 //!
 //!     cargo bench --bench analysis
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

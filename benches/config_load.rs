@@ -1,5 +1,6 @@
 //! What reading the config costs at startup: the documented default (every
 //! key, 27 key bindings) and a file with many problems (the error path).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;

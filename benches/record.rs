@@ -15,6 +15,7 @@
 //! criterion runs.
 //!
 //! Run: `cargo bench --bench record`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -2,6 +2,7 @@
 //! 120×40 on the default demo, and the steady-state bytes written to the
 //! terminal per second at 120×40 on the default demo (what SSH carries),
 //! printed before the timings.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 
 use std::hint::black_box;
 
@@ -91,7 +92,5 @@ fn main() {
         }
     }
     benches();
-    criterion::Criterion::default()
-        .configure_from_args()
-        .final_summary();
+    Criterion::default().configure_from_args().final_summary();
 }

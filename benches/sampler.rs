@@ -2,6 +2,7 @@
 //! sampler does per interval (fast-lane reads between normal reads, the
 //! normal and slow reads, assembling, host facts, events), on one thread;
 //! and the assembling alone on precomputed readings.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 
 use std::hint::black_box;
 

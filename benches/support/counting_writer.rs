@@ -7,7 +7,7 @@ use std::io::Write;
 use std::rc::Rc;
 
 #[derive(Clone, Default)]
-pub struct CountingWriter(pub Rc<Cell<usize>>);
+pub(crate) struct CountingWriter(pub Rc<Cell<usize>>);
 
 impl Write for CountingWriter {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {

@@ -117,7 +117,7 @@ struct Point {
 
 /// What the forecaster says after a sample.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Outlook {
+pub(crate) struct Outlook {
     /// The forecast shown, when growth is sustained and steady.
     pub forecast: Option<Forecast>,
     /// The growth of the current regime (since the last level shift),
@@ -130,7 +130,7 @@ pub struct Outlook {
 
 /// The forecaster of one GPU.
 #[derive(Clone, Debug, Default)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     points: VecDeque<Point>,
     /// (t, share of memory at the interval's peak), for the at-risk state.
     fullness: VecDeque<(Millis, f64)>,
@@ -146,7 +146,7 @@ pub struct Envelope {
 impl Envelope {
     /// Feeds the sample at `t_ms`: memory `m` and the interval's peak of
     /// `used`. Samples not newer than the last are ignored.
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         t_ms: Millis,
         m: MemInfo,
@@ -353,7 +353,7 @@ impl Envelope {
 /// [`Rises::STALE_MIN`]): a warm-up or a fill that has levelled off is not
 /// growth any more, while a staircase with a step every few seconds is.
 #[derive(Clone, Debug, Default)]
-pub struct Rises {
+pub(crate) struct Rises {
     high: f64,
     /// Times of the recent new highs, oldest first.
     times: VecDeque<Millis>,
@@ -362,12 +362,12 @@ pub struct Rises {
 impl Rises {
     /// Gaps kept.
     const KEEP: usize = 16;
-    pub const STALE_GAPS: f64 = 3.0;
-    pub const STALE_MIN: Duration = Duration::from_secs(10);
+    pub(crate) const STALE_GAPS: f64 = 3.0;
+    pub(crate) const STALE_MIN: Duration = Duration::from_secs(10);
 
     /// Notes `v` at `t_ms`; a rise by more than `tol` above the last new
     /// high is a new high (slow growth adds up to one).
-    pub fn observe(&mut self, t_ms: Millis, v: f64, tol: f64) {
+    pub(crate) fn observe(&mut self, t_ms: Millis, v: f64, tol: f64) {
         if self.times.is_empty() || v > self.high + tol {
             self.times.push_back(t_ms);
             if self.times.len() > Self::KEEP {
@@ -378,13 +378,13 @@ impl Rises {
     }
 
     /// Forgets everything (a level shift).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.times.clear();
         self.high = 0.0;
     }
 
     /// Whether the series is still rising at `t_ms`.
-    pub fn current(&self, t_ms: Millis) -> bool {
+    pub(crate) fn current(&self, t_ms: Millis) -> bool {
         let Some(&last) = self.times.back() else {
             return false;
         };

@@ -21,9 +21,8 @@
 //! For a steady leak all three rooms are equal and the range is about one
 //! step and one interval wide.
 //!
-//! The growth is the GPU's own trend when the GPU is growing, else the sum
-//! of its growing and leaking processes; the range spans both (see
-//! [`combine`]).
+//! This is the forecast of a *process* (when, at its own growth, it uses up
+//! what its GPU has free); a GPU's forecast is [`crate::analysis::envelope`].
 //!
 //! A forecast is shown only once growth is sustained: the forecast has
 //! existed for `hold` (`leak_min_duration`, 20 s by default) and the time
@@ -41,7 +40,7 @@ use crate::model::Millis;
 use crate::model::units::duration_short;
 
 /// Forecasts further out than this are not made (a week).
-pub const MAX_HORIZON_S: f64 = 7.0 * 86_400.0;
+pub(crate) const MAX_HORIZON_S: f64 = 7.0 * 86_400.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Forecast {
@@ -90,14 +89,14 @@ impl Forecast {
 
 /// How fast (seconds per second) the predicted moment may move while a
 /// forecast is held.
-pub const MAX_SLIP: f64 = 0.25;
+pub(crate) const MAX_SLIP: f64 = 0.25;
 
 /// Most candidates [`Steady`] keeps.
 const STEADY_CAP: usize = 256;
 
 /// Holds back candidate forecasts until they are steady.
 #[derive(Clone, Debug, Default)]
-pub struct Steady {
+pub(crate) struct Steady {
     /// (made_ms, full_at_ms) of the candidates, oldest first; the first is
     /// the newest one at least `hold` old.
     seen: std::collections::VecDeque<(Millis, Millis)>,
@@ -110,7 +109,7 @@ impl Steady {
     /// one `interval_ms`, of the moment predicted now. Moving earlier counts too: a
     /// one-off jump (an optimizer allocating its state) pulls the moment in
     /// once, and is not a trend until it holds.
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         candidate: Option<Forecast>,
         hold_ms: u64,
@@ -187,7 +186,7 @@ impl Room {
 /// positive and the central estimate is within [`MAX_HORIZON_S`]. `step`
 /// is the largest recent allocation, bytes; `gap_s` the longest recent time
 /// between samples.
-pub fn forecast(
+pub(crate) fn forecast(
     made_ms: Millis,
     room: Room,
     rate: Rate,
@@ -236,35 +235,6 @@ pub fn forecast(
         low_s: low_s.min(eta_s),
         high_s: high_s.map(|x| x.max(eta_s)),
     })
-}
-
-/// The summed growth of several processes, each clipped at 0; `None` for
-/// none.
-pub fn sum_growth(rates: impl IntoIterator<Item = Rate>) -> Option<Rate> {
-    rates
-        .into_iter()
-        .map(|r| Rate {
-            bps: r.bps.max(0.0),
-            low: r.low.max(0.0),
-            high: r.high.max(0.0),
-        })
-        .reduce(Rate::plus)
-}
-
-/// The growth one GPU is forecast from: its own trend (`gpu`, when the GPU
-/// is growing) as the central rate, widened to cover the summed growth of
-/// its growing and leaking processes (`procs`, see [`sum_growth`]); the
-/// process sum alone when the GPU trend is not growing.
-pub fn combine(gpu: Option<Rate>, procs: Option<Rate>) -> Option<Rate> {
-    match (gpu, procs) {
-        (Some(g), Some(p)) => Some(Rate {
-            bps: g.bps,
-            low: g.low.min(p.low),
-            high: g.high.max(p.high),
-        }),
-        (Some(g), None) => Some(g),
-        (None, p) => p,
-    }
 }
 
 #[cfg(test)]
@@ -356,40 +326,5 @@ mod tests {
         // Time going back starts again, without a panic.
         let f = forecast(5_000, Room::flat(1 << 30), Rate::exact(GIB), 0.0, 1.0);
         assert!(st.update(f, 10_000, 1000).is_none());
-    }
-
-    #[test]
-    fn combining_takes_the_gpu_trend_and_widens_by_the_processes() {
-        assert_eq!(combine(None, sum_growth([])), None);
-        let g = Rate {
-            bps: 10.0,
-            low: 8.0,
-            high: 12.0,
-        };
-        assert_eq!(combine(Some(g), None), Some(g));
-        let p = [
-            Rate::exact(6.0),
-            Rate {
-                bps: 7.0,
-                low: -1.0,
-                high: 9.0,
-            },
-        ];
-        assert_eq!(
-            combine(None, sum_growth(p)),
-            Some(Rate {
-                bps: 13.0,
-                low: 6.0,
-                high: 15.0
-            })
-        );
-        assert_eq!(
-            combine(Some(g), sum_growth(p)),
-            Some(Rate {
-                bps: 10.0,
-                low: 6.0,
-                high: 15.0
-            })
-        );
     }
 }

@@ -9,14 +9,14 @@
 
 pub mod alerts;
 pub mod allocator;
-pub mod envelope;
-pub mod forecast;
-pub mod hook;
+pub(crate) mod envelope;
+pub(crate) mod forecast;
+pub(crate) mod hook;
 pub mod leak;
-pub mod peak;
+pub(crate) mod peak;
 pub mod phase;
 pub mod scorecard;
-pub mod series;
+pub(crate) mod series;
 pub mod slope;
 pub mod truth;
 

@@ -24,20 +24,25 @@ pub struct Peak {
 
 /// The running maximum of one series.
 #[derive(Clone, Debug, Default)]
-pub struct PeakTracker {
+pub(crate) struct PeakTracker {
     peak: Option<Peak>,
     last_t: Option<Millis>,
 }
 
 impl PeakTracker {
-    pub fn peak(&self) -> Option<Peak> {
+    pub(crate) fn peak(&self) -> Option<Peak> {
         self.peak
     }
 
     /// Feeds one snapshot's reading (`current`) and the highest reading of
     /// its interval (`interval_peak`); either may be missing. Time may go
     /// backwards (a replay that seeks): the maximum is kept all the same.
-    pub fn observe(&mut self, t_ms: Millis, current: Option<u64>, interval_peak: Option<u64>) {
+    pub(crate) fn observe(
+        &mut self,
+        t_ms: Millis,
+        current: Option<u64>,
+        interval_peak: Option<u64>,
+    ) {
         let best = match (current, interval_peak) {
             (Some(c), Some(p)) => Some((c.max(p), p > c)),
             (Some(c), None) => Some((c, false)),
@@ -68,13 +73,13 @@ const PEAK_WINDOW_CAP: usize = 256;
 /// window, to project where the peaks are now: a sawtooth next to a leak
 /// peaks higher each time by what the leak added.
 #[derive(Clone, Debug)]
-pub struct PeakWindow {
+pub(crate) struct PeakWindow {
     span_ms: u64,
     points: VecDeque<(Millis, u64)>,
 }
 
 impl PeakWindow {
-    pub fn new(span_ms: u64) -> PeakWindow {
+    pub(crate) fn new(span_ms: u64) -> PeakWindow {
         PeakWindow {
             span_ms,
             points: VecDeque::new(),
@@ -82,7 +87,7 @@ impl PeakWindow {
     }
 
     /// Adds a reading; one not newer than the newest is ignored.
-    pub fn push(&mut self, t_ms: Millis, v: u64) {
+    pub(crate) fn push(&mut self, t_ms: Millis, v: u64) {
         if self.points.back().is_some_and(|&(t, _)| t_ms <= t) {
             return;
         }
@@ -96,13 +101,14 @@ impl PeakWindow {
     }
 
     /// The highest reading in the window.
-    pub fn max(&self) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn max(&self) -> Option<u64> {
         self.points.iter().map(|&(_, v)| v).max()
     }
 
     /// Where the peaks are at `t_ms` if everything has grown at `rate_bps`
     /// since it was read: max over the window of `v + rate × age`.
-    pub fn envelope(&self, t_ms: Millis, rate_bps: f64) -> Option<f64> {
+    pub(crate) fn envelope(&self, t_ms: Millis, rate_bps: f64) -> Option<f64> {
         let r = if rate_bps.is_finite() {
             rate_bps.max(0.0)
         } else {

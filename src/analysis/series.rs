@@ -9,7 +9,7 @@ use crate::analysis::slope::{Estimate, Window};
 use crate::model::Millis;
 
 #[derive(Clone, Debug)]
-pub struct Series {
+pub(crate) struct Series {
     pub window: Window,
     pub peak: PeakTracker,
     /// Highest readings (fast-lane peaks included) over the window.
@@ -20,7 +20,7 @@ pub struct Series {
 }
 
 impl Series {
-    pub fn new(window: Duration) -> Series {
+    pub(crate) fn new(window: Duration) -> Series {
         Series {
             window: Window::new(window),
             peak: PeakTracker::default(),
@@ -33,7 +33,7 @@ impl Series {
     /// Feeds the snapshot at `t_ms`: `current` is the reading, `interval_peak`
     /// the highest read since the previous snapshot. Returns whether the
     /// point was new (not older than the newest).
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         t_ms: Millis,
         current: Option<u64>,

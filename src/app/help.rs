@@ -4,7 +4,7 @@
 use crate::config::keys::{Action, KeyMap};
 
 /// One line per action: keys, then what it does.
-pub fn key_lines(keys: &KeyMap) -> Vec<(String, &'static str)> {
+pub(crate) fn key_lines(keys: &KeyMap) -> Vec<(String, &'static str)> {
     Action::ALL
         .iter()
         .map(|a| (keys.label(*a), a.describe()))
@@ -12,7 +12,7 @@ pub fn key_lines(keys: &KeyMap) -> Vec<(String, &'static str)> {
 }
 
 /// Symbols and what they mean.
-pub const LEGEND: [(&str, &str); 9] = [
+pub(crate) const LEGEND: [(&str, &str); 9] = [
     ("█ ▒ ░", "memory used, reserved by the driver, free"),
     ("┃", "highest memory seen since start (fast lane included)"),
     (
@@ -34,6 +34,6 @@ pub const LEGEND: [(&str, &str); 9] = [
 ];
 
 /// Lines of help text (for scrolling).
-pub fn line_count(keys: &KeyMap) -> usize {
+pub(crate) fn line_count(keys: &KeyMap) -> usize {
     key_lines(keys).len() + 1 + LEGEND.len()
 }

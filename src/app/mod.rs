@@ -8,18 +8,18 @@
 //! help screen, playback ([`playback`]: live, paused or a replay) and the
 //! analysis shown ([`insight`]).
 
-pub mod action;
-pub mod event;
+pub(crate) mod action;
+pub(crate) mod event;
 pub mod fixture;
-pub mod help;
-pub mod insight;
+pub(crate) mod help;
+pub(crate) mod insight;
 mod keys;
 pub mod layout;
 pub mod playback;
 pub mod rows;
-pub mod settings;
+pub(crate) mod settings;
 mod table;
-pub mod view;
+pub(crate) mod view;
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -101,7 +101,7 @@ fn sort_keys_cycle_columns_and_invert() {
 fn sort_keys_skip_columns_hidden_at_this_width() {
     let mut app = demo(10);
     app.update(Event::Resize(80, 24));
-    let shown = crate::app::layout::fit_columns(&app.config().display.columns, 80);
+    let shown = layout::fit_columns(&app.config().display.columns, 80);
     assert!(
         shown.len() < app.config().display.columns.len(),
         "80 columns should hide some: {shown:?}"
@@ -358,7 +358,7 @@ fn mouse_clicks_select_when_enabled() {
     let mut app = demo(10);
     ch(&mut app, 'g');
     let rows: Vec<u32> = app.rows().iter().map(|r| r.id().key.pid).collect();
-    let body = crate::app::layout::table_body(app.size(), app.system().gpus.len(), false, false);
+    let body = layout::table_body(app.size(), app.system().gpus.len(), false, false);
     let click = Event::Mouse(MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
         column: 10,

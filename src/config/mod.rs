@@ -8,10 +8,10 @@
 //! exactly `Config::default()`.
 
 mod check;
-pub mod load;
-pub mod raw;
+pub(crate) mod load;
+pub(crate) mod raw;
 mod shape;
-pub mod units;
+pub(crate) mod units;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -339,7 +339,7 @@ pub struct Config {
     pub alerts: Alerts,
     pub display: Display,
     /// Action name → key specs (e.g. "quit" → ["q", "ctrl-c"]); see keys.rs.
-    pub keys: crate::config::keys::KeyMap,
+    pub keys: keys::KeyMap,
     pub record: Record,
     pub serve: Serve,
 }

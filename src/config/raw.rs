@@ -11,11 +11,11 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use toml::Spanned;
 
-pub type S<T> = Option<Spanned<T>>;
+pub(crate) type S<T> = Option<Spanned<T>>;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a table of config sections")]
-pub struct RawConfig {
+pub(crate) struct RawConfig {
     pub version: S<i64>,
     pub sampling: Option<RawSampling>,
     pub thresholds: Option<RawThresholds>,
@@ -28,7 +28,7 @@ pub struct RawConfig {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the [sampling] table")]
-pub struct RawSampling {
+pub(crate) struct RawSampling {
     pub interval: S<Text<DurationKind>>,
     pub fast_interval: S<Text<DurationOrOffKind>>,
     pub slow_interval: S<Text<DurationOrOffKind>>,
@@ -40,7 +40,7 @@ pub struct RawSampling {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the [thresholds] table")]
-pub struct RawThresholds {
+pub(crate) struct RawThresholds {
     pub memory_warn: S<f64>,
     pub memory_crit: S<f64>,
     pub temperature_warn: S<f64>,
@@ -53,7 +53,7 @@ pub struct RawThresholds {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the [alerts] table")]
-pub struct RawAlerts {
+pub(crate) struct RawAlerts {
     pub bell: S<bool>,
     pub command: S<Argv>,
     pub forecast_below: S<Text<DurationOrOffKind>>,
@@ -65,7 +65,7 @@ pub struct RawAlerts {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the [display] table")]
-pub struct RawDisplay {
+pub(crate) struct RawDisplay {
     pub theme: S<Text<ThemeKind>>,
     pub color: S<Text<ColorKind>>,
     pub columns: S<Vec<Spanned<Text<ColumnKind>>>>,
@@ -74,7 +74,7 @@ pub struct RawDisplay {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the [record] table")]
-pub struct RawRecord {
+pub(crate) struct RawRecord {
     pub dir: S<String>,
     pub max_size: S<Text<SizeKind>>,
     pub compress: S<bool>,
@@ -83,20 +83,20 @@ pub struct RawRecord {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "the [serve] table")]
-pub struct RawServe {
+pub(crate) struct RawServe {
     pub listen: S<String>,
 }
 
 /// A scalar as written, before its unit is read: a string, or a number
 /// where the kind allows one (`max_size = 4096`, `color = 256`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Scalar {
+pub(crate) enum Scalar {
     Str(String),
     Num(f64),
 }
 
 /// What a [`Text`] accepts, for the "expected ..." of a wrong type.
-pub trait Kind {
+pub(crate) trait Kind {
     const EXPECTING: &'static str;
     const NUMBERS: bool;
     const STRINGS: bool = true;
@@ -105,7 +105,7 @@ pub trait Kind {
 macro_rules! kinds {
     ($($name:ident: $expecting:literal, numbers = $num:literal $(, strings = $str:literal)?;)*) => {$(
         #[derive(Debug, Clone, Copy, PartialEq)]
-        pub struct $name;
+        pub(crate) struct $name;
         impl Kind for $name {
             const EXPECTING: &'static str = $expecting;
             const NUMBERS: bool = $num;
@@ -127,7 +127,7 @@ kinds! {
 
 /// A string or number value of kind `K`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Text<K> {
+pub(crate) struct Text<K> {
     pub value: Scalar,
     kind: PhantomData<K>,
 }
@@ -178,7 +178,7 @@ impl<'de, K: Kind> Deserialize<'de> for Text<K> {
 
 /// `command = ["notify-send", "GPU alert"]`: a program and its arguments.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Argv(pub Vec<String>);
+pub(crate) struct Argv(pub Vec<String>);
 
 impl<'de> Deserialize<'de> for Argv {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -204,7 +204,7 @@ impl<'de> Deserialize<'de> for Argv {
 
 /// `quit = ["q", "ctrl-c"]` or `quit = "q"`.
 #[derive(Debug, Clone, PartialEq)]
-pub enum KeyList {
+pub(crate) enum KeyList {
     One(String),
     Many(Vec<Spanned<String>>),
 }
@@ -234,7 +234,7 @@ impl<'de> Deserialize<'de> for KeyList {
 
 /// The field names serde accepts for `T` (a struct), taken from its
 /// derived `Deserialize`, so the list of valid keys has one source.
-pub fn fields_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+pub(crate) fn fields_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     struct Probe<'a>(&'a mut &'static [&'static str]);
     #[derive(Debug)]
     struct Stop;
@@ -275,7 +275,7 @@ pub fn fields_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
 }
 
 /// The keys each section accepts (`""` = the top level).
-pub fn section_keys(section: &str) -> &'static [&'static str] {
+pub(crate) fn section_keys(section: &str) -> &'static [&'static str] {
     match section {
         "" => fields_of::<RawConfig>(),
         "sampling" => fields_of::<RawSampling>(),
@@ -289,7 +289,7 @@ pub fn section_keys(section: &str) -> &'static [&'static str] {
 }
 
 /// The sections that are tables of fixed keys (not `[keys]`).
-pub const SECTIONS: [&str; 6] = [
+pub(crate) const SECTIONS: [&str; 6] = [
     "sampling",
     "thresholds",
     "alerts",

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 /// Parses a duration such as `500ms`, `1s`, `10m`, `1h30m`, `7days`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     use humantime::DurationError as E;
     let why = match humantime::parse_duration(s.trim()) {
         Ok(d) => return Ok(d),
@@ -23,7 +23,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Writes a duration the way [`parse_duration`] reads it (`100ms`, `1m`, `7days`).
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     if d.is_zero() {
         return "0s".to_owned();
     }
@@ -85,14 +85,14 @@ fn bytes(t: &str) -> Result<f64, String> {
 
 /// Parses a number of bytes (`512MiB`, `1GiB`, `100MB`, `4096`); fractions
 /// of a byte are rounded.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     bytes(s)
         .map(|b| b.round() as u64)
         .map_err(|why| format!("not a size: {why}; e.g. 512MiB, 1GiB"))
 }
 
 /// Parses a byte rate such as `4MiB/s` into bytes per second.
-pub fn parse_rate(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
     let size = lower
@@ -108,7 +108,7 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
 
 /// Writes a byte count in the largest binary unit it is a whole multiple
 /// of (`1GiB`, `512MiB`, `1536KiB`), or in bytes.
-pub fn format_size(bytes: u64) -> String {
+pub(crate) fn format_size(bytes: u64) -> String {
     for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
         if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{unit}", bytes >> shift);
@@ -118,7 +118,7 @@ pub fn format_size(bytes: u64) -> String {
 }
 
 /// Writes a rate like [`parse_rate`] reads it.
-pub fn format_rate(bytes_per_s: f64) -> String {
+pub(crate) fn format_rate(bytes_per_s: f64) -> String {
     if bytes_per_s.fract() == 0.0 && bytes_per_s >= 0.0 && bytes_per_s < u64::MAX as f64 {
         format!("{}/s", format_size(bytes_per_s as u64))
     } else {

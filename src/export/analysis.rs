@@ -7,7 +7,7 @@ use crate::export::{AlertState, Extra, GpuExtra, ProcExtra};
 use crate::model::{GpuState, Snapshot};
 
 /// What the assessment says about `snap`, as the exporter wants it.
-pub fn extra_of(a: &Assessment, snap: &Snapshot, cfg: &AnalysisConfig) -> Extra {
+pub(crate) fn extra_of(a: &Assessment, snap: &Snapshot, cfg: &AnalysisConfig) -> Extra {
     let forecast_below = cfg.levels.forecast_below.as_secs_f64();
     let mut out = Extra::default();
     for g in &snap.gpus {

@@ -16,12 +16,12 @@
 //! `watch` channel given in [`http::ServeOptions::extra`], and the next
 //! scrape shows them.
 
-pub mod analysis;
+pub(crate) mod analysis;
 pub mod http;
-pub mod prometheus;
-pub mod snapshot_json;
-pub mod torch_metrics;
-pub mod window;
+pub(crate) mod prometheus;
+pub(crate) mod snapshot_json;
+pub(crate) mod torch_metrics;
+pub(crate) mod window;
 
 pub use http::{Limits, ServeError, ServeOptions, Server, bind, serve};
 

@@ -6,11 +6,11 @@ use serde_json::{Value, json};
 use crate::model::{Snapshot, SystemInfo};
 
 /// Identifies the JSON document's layout; bumped on breaking changes.
-pub const SNAPSHOT_SCHEMA: &str = "vramwatch.snapshot/1";
+pub(crate) const SNAPSHOT_SCHEMA: &str = "vramwatch.snapshot/1";
 
 /// The JSON document: system facts, the snapshot, and per-GPU unaccounted
 /// memory (device used minus the sum of its processes).
-pub fn to_json(system: &SystemInfo, snap: &Snapshot) -> Value {
+pub(crate) fn to_json(system: &SystemInfo, snap: &Snapshot) -> Value {
     let mut gpus = serde_json::to_value(&snap.gpus).unwrap_or(Value::Null);
     if let Value::Array(list) = &mut gpus {
         for (v, g) in list.iter_mut().zip(&snap.gpus) {

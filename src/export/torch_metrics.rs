@@ -5,7 +5,7 @@ use crate::model::alloc::DeviceAlloc;
 
 /// A Prometheus metric for each device's figures: name, type, help.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MetricDef {
+pub(crate) struct MetricDef {
     pub name: &'static str,
     /// `gauge` or `counter`.
     pub kind: &'static str,
@@ -14,7 +14,7 @@ pub struct MetricDef {
 
 /// The `vramwatch_torch_*` metrics, in the order [`metric_values`] gives
 /// their values. Labels (gpu, pid, ...) are the exporter's to add.
-pub const METRICS: [MetricDef; 10] = [
+pub(crate) const METRICS: [MetricDef; 10] = [
     MetricDef {
         name: "vramwatch_torch_allocated_bytes",
         kind: "gauge",
@@ -69,7 +69,7 @@ pub const METRICS: [MetricDef; 10] = [
 
 /// The values of [`METRICS`] for one device, in the same order; `None`
 /// where there is no figure (no largest-free probe, nothing reserved).
-pub fn metric_values(d: &DeviceAlloc) -> [Option<f64>; 10] {
+pub(crate) fn metric_values(d: &DeviceAlloc) -> [Option<f64>; 10] {
     [
         Some(d.allocated as f64),
         Some(d.reserved as f64),

@@ -41,14 +41,14 @@ impl Entry {
 
 /// Highest memory per GPU and per process over a window of snapshots.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Peaks {
+pub(crate) struct Peaks {
     pub gpus: HashMap<u32, u64>,
     pub procs: HashMap<ProcId, u64>,
 }
 
 impl Peaks {
     /// The peaks of `snap` alone.
-    pub fn of(snap: &Snapshot) -> Peaks {
+    pub(crate) fn of(snap: &Snapshot) -> Peaks {
         let mut p = Peaks::default();
         p.fold(&Entry::of(snap), true);
         p
@@ -81,7 +81,7 @@ impl Peaks {
 
 /// The peaks of recent snapshots, oldest first.
 #[derive(Debug)]
-pub struct PeakRing {
+pub(crate) struct PeakRing {
     entries: VecDeque<Entry>,
     keep_ms: u64,
     max_entries: usize,
@@ -90,7 +90,7 @@ pub struct PeakRing {
 impl PeakRing {
     /// Keeps snapshots from the last `keep_ms` milliseconds, at most
     /// `max_entries` of them.
-    pub fn new(keep_ms: u64, max_entries: usize) -> PeakRing {
+    pub(crate) fn new(keep_ms: u64, max_entries: usize) -> PeakRing {
         PeakRing {
             entries: VecDeque::new(),
             keep_ms,
@@ -98,17 +98,14 @@ impl PeakRing {
         }
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// Adds a snapshot. A sequence number that goes back (a restarted
     /// sampler) starts the ring afresh.
-    pub fn push(&mut self, snap: &Snapshot) {
+    pub(crate) fn push(&mut self, snap: &Snapshot) {
         if let Some(last) = self.entries.back() {
             if snap.seq == last.seq {
                 return;
@@ -130,7 +127,7 @@ impl PeakRing {
     /// `upto` (`upto`'s own peaks always count). Only GPUs and processes in
     /// `upto` are reported. With `after` older than the ring, the whole ring
     /// counts.
-    pub fn peaks(&self, after: Option<u64>, upto: &Snapshot) -> Peaks {
+    pub(crate) fn peaks(&self, after: Option<u64>, upto: &Snapshot) -> Peaks {
         let mut p = Peaks::of(upto);
         let Some(after) = after else { return p };
         for e in self
@@ -147,14 +144,14 @@ impl PeakRing {
 /// The last snapshot each scraper saw, by address; at most `cap` scrapers
 /// (the one gone longest is forgotten first).
 #[derive(Debug)]
-pub struct Scrapers {
+pub(crate) struct Scrapers {
     last: HashMap<IpAddr, (u64, u64)>,
     cap: usize,
     tick: u64,
 }
 
 impl Scrapers {
-    pub fn new(cap: usize) -> Scrapers {
+    pub(crate) fn new(cap: usize) -> Scrapers {
         Scrapers {
             last: HashMap::new(),
             cap: cap.max(1),
@@ -164,7 +161,7 @@ impl Scrapers {
 
     /// Records that `who` scrapes snapshot `seq` now and returns the snapshot
     /// it saw the time before (`None` the first time).
-    pub fn scrape(&mut self, who: IpAddr, seq: u64) -> Option<u64> {
+    pub(crate) fn scrape(&mut self, who: IpAddr, seq: u64) -> Option<u64> {
         self.tick += 1;
         let tick = self.tick;
         if let Some(entry) = self.last.get_mut(&who) {

@@ -555,7 +555,7 @@ fn procs_from<'a>(
             dec_util: dec_util.next().flatten(),
             cpu_pct: cpu_pct.next().flatten(),
             rss: rss.next().flatten(),
-            torch: torch.next().flatten().map(std::sync::Arc::new),
+            torch: torch.next().flatten().map(Arc::new),
             ..Default::default()
         };
         if let Some(info) = lookup((p.gpu, p.pid, p.start_time)) {

@@ -8,21 +8,21 @@ use std::io::{self, Write};
 use zstd::stream::raw::{Decoder, Operation};
 
 /// Magic of a zstd frame.
-pub const FRAME_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+pub(super) const FRAME_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// Magic of the skippable frames holding index records (0x184D2A56; any
 /// zstd decoder skips 0x184D2A50..=0x184D2A5F).
-pub const INDEX_MAGIC: [u8; 4] = [0x56, 0x2A, 0x4D, 0x18];
+pub(super) const INDEX_MAGIC: [u8; 4] = [0x56, 0x2A, 0x4D, 0x18];
 /// An empty last raw block: ends a frame whose compressor was lost
 /// (what zstd itself writes to end a flushed frame).
-pub const FRAME_END: [u8; 3] = [0x01, 0x00, 0x00];
+pub(super) const FRAME_END: [u8; 3] = [0x01, 0x00, 0x00];
 
 /// Compresses line groups into one frame, flushing after each group.
-pub struct LineCompressor {
+pub(super) struct LineCompressor {
     enc: zstd::stream::write::Encoder<'static, Vec<u8>>,
 }
 
 impl LineCompressor {
-    pub fn new(level: i32) -> io::Result<LineCompressor> {
+    pub(super) fn new(level: i32) -> io::Result<LineCompressor> {
         let mut raw = zstd::stream::raw::Encoder::new(level)?;
         // The frame is ended by hand after a failed write; a checksum would
         // then be wrong.
@@ -34,7 +34,7 @@ impl LineCompressor {
 
     /// Compresses `text` and flushes: the bytes returned decode to all of
     /// `text` (the first call's bytes start the frame).
-    pub fn push(&mut self, text: &[u8]) -> io::Result<Vec<u8>> {
+    pub(super) fn push(&mut self, text: &[u8]) -> io::Result<Vec<u8>> {
         self.enc.write_all(text)?;
         self.enc.flush()?;
         Ok(std::mem::take(self.enc.get_mut()))
@@ -42,19 +42,19 @@ impl LineCompressor {
 
     /// Compresses `text` without flushing: the bytes returned (often none)
     /// hold only what the compressor let go of.
-    pub fn feed(&mut self, text: &[u8]) -> io::Result<Vec<u8>> {
+    pub(super) fn feed(&mut self, text: &[u8]) -> io::Result<Vec<u8>> {
         self.enc.write_all(text)?;
         Ok(std::mem::take(self.enc.get_mut()))
     }
 
     /// The bytes that end the frame.
-    pub fn end(self) -> io::Result<Vec<u8>> {
+    pub(super) fn end(self) -> io::Result<Vec<u8>> {
         self.enc.finish()
     }
 }
 
 /// A skippable frame holding `payload` (itself zstd-compressed JSON).
-pub fn index_frame(json: &[u8]) -> io::Result<Vec<u8>> {
+pub(super) fn index_frame(json: &[u8]) -> io::Result<Vec<u8>> {
     let payload = zstd::bulk::compress(json, 3)?;
     let mut out = Vec::with_capacity(payload.len() + 8);
     out.extend_from_slice(&INDEX_MAGIC);
@@ -65,7 +65,7 @@ pub fn index_frame(json: &[u8]) -> io::Result<Vec<u8>> {
 
 /// The payload length of the index frame that `head` (at least 8 bytes)
 /// starts, if it is one.
-pub fn index_frame_len(head: &[u8]) -> Option<u64> {
+pub(super) fn index_frame_len(head: &[u8]) -> Option<u64> {
     if head.len() < 8 || head[..4] != INDEX_MAGIC {
         return None;
     }
@@ -75,7 +75,7 @@ pub fn index_frame_len(head: &[u8]) -> Option<u64> {
 }
 
 /// The JSON of an index frame's payload.
-pub fn index_payload(payload: &[u8]) -> io::Result<Vec<u8>> {
+pub(super) fn index_payload(payload: &[u8]) -> io::Result<Vec<u8>> {
     let (text, complete) = decompress(payload)?;
     if !complete {
         return Err(io::Error::new(
@@ -89,7 +89,7 @@ pub fn index_payload(payload: &[u8]) -> io::Result<Vec<u8>> {
 /// Decompresses the frames in `src` (skippable frames are skipped).
 /// Returns the text and whether the input ended on a frame boundary; a
 /// cut-off last frame yields everything up to its last complete block.
-pub fn decompress(src: &[u8]) -> io::Result<(Vec<u8>, bool)> {
+pub(super) fn decompress(src: &[u8]) -> io::Result<(Vec<u8>, bool)> {
     let mut dec = Decoder::new()?;
     let mut out = Vec::with_capacity(src.len().saturating_mul(6));
     let mut buf = vec![0u8; 1 << 17];

@@ -10,9 +10,9 @@
 //! [`events::diff_events`] always compares a snapshot with the one just
 //! before it.
 
-pub mod assemble;
-pub mod events;
-pub mod schedule;
+pub(crate) mod assemble;
+pub(crate) mod events;
+pub(crate) mod schedule;
 mod workers;
 
 use std::collections::{HashSet, VecDeque};

@@ -51,7 +51,7 @@ impl Schedule {
 
 /// Burst sampling stops only this many percentage points below its level,
 /// so memory hovering at the level does not toggle the lane every read.
-pub const BURST_HYSTERESIS_PCT: f64 = 2.0;
+pub(crate) const BURST_HYSTERESIS_PCT: f64 = 2.0;
 
 /// Whether the fast lane of `gpu` should run at the burst rate, given the
 /// configured `level_pct` (`None`: burst sampling off) and whether it is

@@ -222,7 +222,7 @@ fn the_host_stage_lets_a_late_snapshot_go_without_facts_in_order() {
 
 #[test]
 fn the_publisher_drops_anything_not_newer_than_the_last() {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::unbounded_channel();
     let mut p = Publisher::new(tx);
     assert!(p.send(snap(5)).unwrap().is_some());
     assert!(p.send(snap(5)).unwrap().is_none());

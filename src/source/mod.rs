@@ -4,7 +4,7 @@
 //! Replay does not probe: it reads whole snapshots back from a file.
 
 pub mod host;
-pub mod nvml;
+pub(crate) mod nvml;
 pub mod sim;
 pub mod torch;
 

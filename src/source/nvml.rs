@@ -21,12 +21,12 @@ use crate::source::{
 };
 
 /// The library NVML is loaded from.
-pub const NVML_LIB: &str = "libnvidia-ml.so.1";
+pub(crate) const NVML_LIB: &str = "libnvidia-ml.so.1";
 
 static NVML: OnceLock<Nvml> = OnceLock::new();
 
 /// Environment variable naming another NVML library file to load.
-pub const NVML_LIB_ENV: &str = "VRAMWATCH_NVML_LIB";
+pub(crate) const NVML_LIB_ENV: &str = "VRAMWATCH_NVML_LIB";
 
 /// Loads NVML once for the life of the program (from `$VRAMWATCH_NVML_LIB`
 /// when set).
@@ -51,7 +51,7 @@ fn nvml() -> Result<&'static Nvml, SourceError> {
 }
 
 /// Turns an init failure into what the user should do about it.
-pub fn init_error(e: NvmlError) -> SourceError {
+pub(crate) fn init_error(e: NvmlError) -> SourceError {
     match e {
         NvmlError::LibloadingError(d) => SourceError::NoLibrary {
             lib: NVML_LIB.into(),
@@ -73,7 +73,7 @@ pub fn init_error(e: NvmlError) -> SourceError {
 
 /// What a failed call means for the field and the device.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Never ask again on this device: show N/A.
     Unsupported,
     /// The GPU is gone (`GpuLost`, `Unknown`): mark it lost.
@@ -83,7 +83,7 @@ pub enum Outcome {
 }
 
 /// Classifies an NVML error (pure, unit-tested).
-pub fn classify(e: &NvmlError) -> Outcome {
+pub(crate) fn classify(e: &NvmlError) -> Outcome {
     match e {
         // The H200 answers the fan call with InvalidArg, not NotSupported.
         NvmlError::NotSupported
@@ -99,7 +99,7 @@ pub fn classify(e: &NvmlError) -> Outcome {
 /// Merges the compute and graphics lists by PID. A PID in both lists is
 /// one process of kind `Both`; its memory is the larger of the two figures
 /// (the driver reports the same context in both lists).
-pub fn merge_processes(compute: &[ProcessInfo], graphics: &[ProcessInfo]) -> Vec<ProcMem> {
+pub(crate) fn merge_processes(compute: &[ProcessInfo], graphics: &[ProcessInfo]) -> Vec<ProcMem> {
     let mut out: Vec<ProcMem> = Vec::with_capacity(compute.len() + graphics.len());
     let mut at: HashMap<u32, usize> = HashMap::new();
     let lists = [(compute, ProcKind::Compute), (graphics, ProcKind::Graphics)];
@@ -134,7 +134,9 @@ pub fn merge_processes(compute: &[ProcessInfo], graphics: &[ProcessInfo]) -> Vec
 
 /// The newest sample per PID; values over 100 (seen from some drivers) are
 /// dropped. Returns the samples and the newest timestamp seen.
-pub fn latest_utilisation(samples: &[ProcessUtilizationSample]) -> (Vec<ProcUtil>, Option<u64>) {
+pub(crate) fn latest_utilisation(
+    samples: &[ProcessUtilizationSample],
+) -> (Vec<ProcUtil>, Option<u64>) {
     let mut newest: HashMap<u32, &ProcessUtilizationSample> = HashMap::new();
     let mut max_ts = None;
     for s in samples {
@@ -160,7 +162,7 @@ pub fn latest_utilisation(samples: &[ProcessUtilizationSample]) -> (Vec<ProcUtil
 }
 
 /// `13000` → "13.0".
-pub fn cuda_version(v: i32) -> String {
+pub(crate) fn cuda_version(v: i32) -> String {
     format!(
         "{}.{}",
         nvml_wrapper::cuda_driver_version_major(v),
@@ -192,14 +194,14 @@ fn pstate_number(p: PerformanceState) -> Option<u32> {
 }
 
 /// Real GPUs.
-pub struct NvmlSource {
+pub(crate) struct NvmlSource {
     nvml: &'static Nvml,
     info: Arc<SystemInfo>,
 }
 
 impl NvmlSource {
     /// Loads NVML and reads the static facts of every GPU.
-    pub fn open() -> Result<NvmlSource, SourceError> {
+    pub(crate) fn open() -> Result<NvmlSource, SourceError> {
         let nvml = nvml()?;
         let count = nvml.device_count().map_err(init_error)?;
         if count == 0 {
@@ -631,7 +633,7 @@ mod tests {
 
 /// CPU and wall time of one kind of NVML call, averaged over `calls`.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct CallCost {
+pub(crate) struct CallCost {
     pub call: &'static str,
     pub calls: u32,
     pub cpu_us: f64,
@@ -647,7 +649,7 @@ fn thread_cpu_us() -> f64 {
 
 /// What each NVML call costs on GPU `index` (for `bench-sampler --calls`):
 /// thread CPU time and wall time per call.
-pub fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
+pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
     let nvml = nvml()?;
     let d = nvml.device_by_index(index).map_err(init_error)?;
     let mut out = Vec::new();

@@ -493,18 +493,13 @@ impl SimWorld {
     /// Allocator figures for a simulated PyTorch process: the context and
     /// 12 MiB of other libraries outside the cache, tensors at 70–90 % of
     /// the cache, a fragmenting cache, a retry every 40 s.
-    fn torch_stats(
-        &self,
-        s: &ProcSample,
-        t_ms: Millis,
-        age: f64,
-    ) -> Option<std::sync::Arc<AllocStats>> {
+    fn torch_stats(&self, s: &ProcSample, t_ms: Millis, age: f64) -> Option<Arc<AllocStats>> {
         let mem = s.mem?;
         let reserved = mem.saturating_sub(512 * MIB);
         let phase = noise(self.seed, s.pid as u64 ^ 0x7a, (age * 2.0) as u64);
         let allocated = (reserved as f64 * (0.70 + 0.2 * phase)) as u64 / (2 * MIB) * (2 * MIB);
         let uuid = self.info.gpus.get(s.gpu as usize).map(|g| g.uuid.clone());
-        Some(std::sync::Arc::new(AllocStats {
+        Some(Arc::new(AllocStats {
             schema: 1,
             pid: s.pid,
             start_time: Some(s.start_time),

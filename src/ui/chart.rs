@@ -33,7 +33,7 @@ pub struct TimeChart<'a> {
 }
 
 /// Splits a series at its gaps into runs of points.
-pub fn segments(points: &[(f64, Option<f64>)]) -> Vec<Vec<(f64, f64)>> {
+pub(crate) fn segments(points: &[(f64, Option<f64>)]) -> Vec<Vec<(f64, f64)>> {
     let mut out: Vec<Vec<(f64, f64)>> = Vec::new();
     let mut cur: Vec<(f64, f64)> = Vec::new();
     for &(x, y) in points {

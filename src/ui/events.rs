@@ -11,7 +11,7 @@ use crate::model::EventKind;
 pub struct EventsPane<'a>(pub &'a App);
 
 /// A short tag per kind.
-pub fn tag(kind: EventKind) -> &'static str {
+pub(crate) fn tag(kind: EventKind) -> &'static str {
     match kind {
         EventKind::ProcessStarted => "start",
         EventKind::ProcessExited => "exit",

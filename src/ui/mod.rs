@@ -1,18 +1,18 @@
 //! Drawing: `draw(frame, &App)` lays out the current screen; every part is
 //! a widget over `&App` (no state is changed while drawing, nothing blocks).
 
-pub mod allocator;
-pub mod chart;
-pub mod dialog;
-pub mod events;
-pub mod footer;
+pub(crate) mod allocator;
+pub(crate) mod chart;
+pub(crate) mod dialog;
+pub(crate) mod events;
+pub(crate) mod footer;
 pub mod gpu_card;
-pub mod gpu_view;
-pub mod header;
-pub mod help;
+pub(crate) mod gpu_view;
+pub(crate) mod header;
+pub(crate) mod help;
 pub mod process_table;
-pub mod process_view;
-pub mod timeline;
+pub(crate) mod process_view;
+pub(crate) mod timeline;
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;

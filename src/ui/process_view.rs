@@ -17,7 +17,7 @@ pub struct ProcessView<'a> {
 }
 
 /// (seconds before `slot`, value) for every slot of the window.
-pub fn window_points(
+pub(crate) fn window_points(
     app: &App,
     s: &ProcSeries,
     slot: u64,

@@ -12,7 +12,7 @@ use crate::model::EventKind;
 pub struct Timeline<'a>(pub &'a App);
 
 /// The marker for an event kind on the timeline (the strongest wins).
-pub fn marker(kind: EventKind) -> (char, u8) {
+pub(crate) fn marker(kind: EventKind) -> (char, u8) {
     match kind {
         EventKind::SuspectedOom => ('✖', 5),
         EventKind::Alert | EventKind::GpuLost | EventKind::Xid => ('!', 4),

@@ -6,7 +6,7 @@ use std::process::Command;
 /// Whether the outside program `name` can be run. When it cannot, the test
 /// should return early: this prints a skip notice, or panics when
 /// `VRAMWATCH_REQUIRE_TOOLS=1` (set by `.ci/run`) so CI never skips.
-pub fn tool_available(name: &str) -> bool {
+pub(crate) fn tool_available(name: &str) -> bool {
     let found = Command::new("sh")
         .arg("-c")
         .arg(format!("command -v {name}"))

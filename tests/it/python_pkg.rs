@@ -45,12 +45,20 @@ fn python_package_unit_tests_pass() {
 /// `vramwatch` (which it records and stops like the real one).
 #[test]
 fn workload_corpus_tests_pass() {
-    if !crate::common::tool_available("python3") || !crate::common::tool_available("bash") {
+    if !common::tool_available("python3") || !common::tool_available("bash") {
         return;
     }
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/workloads");
-    let unit = std::process::Command::new("python3")
-        .args(["-m", "unittest", "discover", "-s", "tests", "-p", "test_common.py"])
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/workloads");
+    let unit = Command::new("python3")
+        .args([
+            "-m",
+            "unittest",
+            "discover",
+            "-s",
+            "tests",
+            "-p",
+            "test_common.py",
+        ])
         .current_dir(&dir)
         .output()
         .expect("python3 runs");
@@ -59,7 +67,7 @@ fn workload_corpus_tests_pass() {
         "{}",
         String::from_utf8_lossy(&unit.stderr)
     );
-    let runner = std::process::Command::new("bash")
+    let runner = Command::new("bash")
         .arg("tests/test_runner.sh")
         .current_dir(&dir)
         .output()

@@ -127,12 +127,12 @@ fn record_serve_shares_the_sampler_with_an_exporter() {
             "-o",
         ])
         .arg(&out)
-        .stderr(std::process::Stdio::null())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut body = String::new();
     for _ in 0..40 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(100));
         if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
             let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
             let _ = s.read_to_string(&mut body);

@@ -7,6 +7,7 @@
 //! Every sim scenario is run at 1 Hz for SECONDS (default 400) with the
 //! default configuration. Also prints how many leak flags and alerts each
 //! scenario raised.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 
 use vramwatch::analysis::AnalysisConfig;
 use vramwatch::analysis::scorecard::{Scorecard, Scorer};

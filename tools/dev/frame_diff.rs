@@ -1,6 +1,7 @@
 //! Which cells change from one frame to the next on a sim scenario: a tool
 //! for keeping the dashboard's terminal output small.
 //! `cargo run --example frame_diff -- training 120 40`
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

@@ -1,4 +1,5 @@
 //! Times the parts of a crowded frame (a tool for keeping frames fast).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 use std::time::Instant;
 
 use ratatui::buffer::Buffer;

@@ -2,6 +2,7 @@
 //! snapshot: used, peak, phase, rate, forecast, leak flags. A tool for
 //! tuning the estimators on real recordings.
 //! `cargo run --example trace_analysis -- FILE GPU [FROM_S]`
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 
 use vramwatch::analysis::{AnalysisConfig, Analyzer};
 use vramwatch::model::units::{bytes_short, rate_short};

@@ -247,17 +247,18 @@ impl Summary {
 
     /// The figures of GPU `index`, new (first seen at `t`) if need be.
     fn gpu(&mut self, index: u32, t: Millis) -> &mut GpuStats {
-        match self.gpus.iter().position(|x| x.index == index) {
-            Some(i) => &mut self.gpus[i],
+        let i = match self.gpus.iter().position(|x| x.index == index) {
+            Some(i) => i,
             None => {
                 self.gpus.push(GpuStats::new(
                     index,
                     t,
                     Buckets::new(self.first, self.last, BUCKETS),
                 ));
-                self.gpus.last_mut().expect("just pushed")
+                self.gpus.len() - 1
             }
-        }
+        };
+        &mut self.gpus[i]
     }
 
     /// Ranks the processes. Processes with the same command, user and GPU

@@ -231,7 +231,7 @@ fn state(body: &Body, out: &mut String) {
 }
 
 /// The XID code an event reports (`XID 79 on GPU 0`), if it is one.
-pub fn xid_of(kind: EventKind, message: &str) -> Option<u64> {
+pub(crate) fn xid_of(kind: EventKind, message: &str) -> Option<u64> {
     if kind != EventKind::Xid {
         return None;
     }

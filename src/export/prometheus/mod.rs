@@ -34,16 +34,15 @@ use crate::model::{Snapshot, SystemInfo};
 use super::Extra;
 use process::ProcRow;
 
-pub use device::xid_of;
-pub use peaks::render_peaks;
-pub use process::{MAX_COMMAND_LABEL, command_label};
+pub(crate) use device::xid_of;
+pub(crate) use peaks::render_peaks;
 
 /// What Prometheus (3 insists) expects of a 0.0.4 scrape.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A sample value.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Int(u64),
     Float(f64),
 }
@@ -69,7 +68,7 @@ impl Value {
 
 /// Appends `v` escaped for a label value: `\` → `\\`, `"` → `\"`, newline →
 /// `\n`.
-pub fn escape_label_value(out: &mut String, v: &str) {
+pub(crate) fn escape_label_value(out: &mut String, v: &str) {
     for c in v.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -163,7 +162,7 @@ impl<'o> Family<'o> {
 
 /// Label sets of one snapshot, escaped once and shared by every family.
 #[derive(Clone, Debug)]
-pub struct Labels {
+pub(crate) struct Labels {
     /// Per GPU in snapshot order: `(index, dcgm labels, vramwatch labels)`.
     gpus: Vec<(u32, String, String)>,
     procs: Vec<ProcRow>,
@@ -171,7 +170,7 @@ pub struct Labels {
 }
 
 impl Labels {
-    pub fn new(system: &SystemInfo, snap: &Snapshot) -> Labels {
+    pub(crate) fn new(system: &SystemInfo, snap: &Snapshot) -> Labels {
         let gpus = snap
             .gpus
             .iter()
@@ -201,7 +200,7 @@ impl Labels {
 
 /// Everything one scrape shows that depends only on the snapshot: rendered
 /// once per snapshot, whoever asks.
-pub struct Body<'a> {
+pub(crate) struct Body<'a> {
     pub system: &'a SystemInfo,
     pub snap: &'a Snapshot,
     pub labels: &'a Labels,
@@ -215,7 +214,7 @@ impl Body<'_> {
     /// The families in a fixed order: dcgm-exporter's first (in its own
     /// order), then vramwatch's per GPU, per process, PyTorch, analysis and
     /// the snapshot's own.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::with_capacity(
             8 * 1024 * self.snap.gpus.len().max(1) + 256 * self.snap.procs.len(),
         );

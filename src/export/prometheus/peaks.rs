@@ -7,7 +7,7 @@ use super::{Family, Kind, Labels, Value};
 
 /// The families that depend on who scrapes: peaks since that scraper's
 /// previous scrape.
-pub fn render_peaks(labels: &Labels, peaks: &Peaks) -> String {
+pub(crate) fn render_peaks(labels: &Labels, peaks: &Peaks) -> String {
     let mut out = String::with_capacity(256 * (labels.gpus.len() + labels.procs.len()));
     let mut fam = Family::new(
         &mut out,

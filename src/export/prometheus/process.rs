@@ -11,11 +11,11 @@ use crate::sanitize;
 use super::{Family, Kind, Labels, Value, labels};
 
 /// Longest `command` label value, in characters (an ellipsis marks a cut).
-pub const MAX_COMMAND_LABEL: usize = 64;
+pub(crate) const MAX_COMMAND_LABEL: usize = 64;
 
 /// A process's command as a label value: sanitised (no control characters
 /// or escape sequences), cut to [`MAX_COMMAND_LABEL`] characters.
-pub fn command_label(raw: &str) -> String {
+pub(crate) fn command_label(raw: &str) -> String {
     let clean = sanitize::clean_capped(raw, MAX_COMMAND_LABEL + 1);
     if clean.chars().count() > MAX_COMMAND_LABEL {
         let mut cut: String = clean.chars().take(MAX_COMMAND_LABEL - 1).collect();

@@ -1,6 +1,7 @@
 //! The exposition of simulated snapshots: names, units, labels, escaping,
 //! and the format's rules (unique series, contiguous families).
 
+use super::process::{MAX_COMMAND_LABEL, command_label};
 use super::*;
 use crate::config::Severity;
 use crate::export::window::Peaks;
