@@ -1,5 +1,5 @@
 //! A writer that only counts the bytes written, into a shared cell: the
-//! render bench and `examples/frame_diff_rec.rs` hand it to ratatui's
+//! render bench and `tools/dev/frame_diff_rec.rs` hand it to ratatui's
 //! `CrosstermBackend` to measure what a terminal (or SSH) would receive.
 
 use std::cell::Cell;

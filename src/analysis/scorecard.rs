@@ -1,7 +1,7 @@
 //! Scoring the estimators against what really happened in a run of
 //! snapshots (a sim scenario or a recording): when each process was
 //! flagged leaking, and what its GPU's forecast said 60, 30 and 10 s before
-//! each suspected OOM. `examples/forecast_table.rs` prints it for the docs;
+//! each suspected OOM. `tools/dev/forecast_table.rs` prints it for the docs;
 //! tests assert on it.
 //!
 //! A suspected OOM is a process that left its GPU while the GPU was within

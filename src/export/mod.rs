@@ -3,8 +3,8 @@
 //! dashboard or `record`).
 //!
 //! - [`prometheus`] writes the text exposition format 0.0.4: device metrics
-//!   under dcgm-exporter's default names, units and labels (so NVIDIA's
-//!   Grafana dashboard 12239 works unchanged) and `vramwatch_*` metrics
+//!   under dcgm-exporter's default names, units and labels and
+//!   `vramwatch_*` metrics
 //!   dcgm-exporter lacks (per-process memory, unaccounted memory, peaks,
 //!   analysis figures).
 //! - [`window`] keeps the peaks between two scrapes of the same scraper.
