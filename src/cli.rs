@@ -1,9 +1,32 @@
-//! Command-line interface (clap derive). `main.rs` dispatches on it.
+//! Command-line interface (clap derive), and what the command line promises
+//! beyond parsing: which options each command takes ([`Cli::misplaced`]),
+//! what a command is given ([`Cli::source_for`]), exit codes ([`exit_code`]),
+//! shell completions and man pages. `main.rs` dispatches on it.
+//!
+//! Options act only where they are listed: `--demo`, `--seed` and
+//! `--interval` on the commands that sample, `--gpu` on those that show live
+//! GPUs, `--config` on those that read the config. The dashboard's own
+//! options (before any subcommand) may also be given before a subcommand
+//! that takes them (`vramwatch --demo snapshot`); before one that does not,
+//! they are an error rather than ignored.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+
+use crate::source::select::{GpuList, Selection};
+
+/// The exit status, as `--help` and docs/cli.md give it.
+pub const EXIT_STATUS: &str = "\
+Exit status:
+  0  success (also when the reader of the output goes away, as in `| head`)
+  1  runtime failure: NVML or a GPU failed, a file could not be written, a
+     recording could not be read completely
+  2  usage or config error: a bad option or value, config file, address,
+     scenario or GPU list; a file named on the command line that is missing
+     or not what the command needs; no terminal for the dashboard";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -12,11 +35,23 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     about = "A terminal dashboard for NVIDIA GPUs that puts memory first",
     long_about = "A terminal dashboard for NVIDIA GPUs that puts memory first: who holds GPU \
 memory, how it moves, where the peaks are and when it will run out.\n\n\
-Without a subcommand it opens the dashboard. `--demo` runs everything on simulated GPUs."
+Without a subcommand it opens the dashboard; the options below are the dashboard's. \
+`--demo` runs everything on simulated GPUs.",
+    after_help = EXIT_STATUS,
+    subcommand_precedence_over_arg = true
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub source: SourceArgs,
+    pub demo: DemoArgs,
+
+    #[command(flatten)]
+    pub interval: IntervalArg,
+
+    #[command(flatten)]
+    pub gpus: GpuArgs,
+
+    #[command(flatten)]
+    pub config: ConfigArg,
 
     #[command(flatten)]
     pub ui: UiArgs,
@@ -25,31 +60,95 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// Where the figures come from.
+/// Simulated GPUs (the commands that sample).
 #[derive(Debug, Clone, Args, Default)]
-pub struct SourceArgs {
-    /// Use simulated GPUs instead of NVML. SCENARIO: demo (default), training,
-    /// leak, inference, idle, crowded.
-    #[arg(long, value_name = "SCENARIO", num_args = 0..=1, default_missing_value = "demo", global = true)]
+pub struct DemoArgs {
+    /// Use simulated GPUs instead of NVML (SCENARIO: demo if not given).
+    ///
+    /// A subcommand right after a bare --demo is the subcommand (`vramwatch
+    /// --demo snapshot`); `--demo=SCENARIO` always names a scenario.
+    #[arg(
+        long,
+        value_name = "SCENARIO",
+        num_args = 0..=1,
+        default_missing_value = "demo",
+        value_parser = scenarios()
+    )]
     pub demo: Option<String>,
 
-    /// Seed of the simulated scenario.
-    #[arg(long, default_value_t = 1, global = true, hide_short_help = true)]
-    pub seed: u64,
+    /// Seed of the simulated scenario (default 1).
+    #[arg(long, value_name = "N", requires = "demo", hide_short_help = true)]
+    pub seed: Option<u64>,
+}
 
-    /// Config file (default: the platform config dir's vramwatch/config.toml).
-    #[arg(long, value_name = "PATH", global = true)]
-    pub config: Option<PathBuf>,
+fn scenarios() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        crate::source::sim::SCENARIOS
+            .iter()
+            .map(|(name, what)| PossibleValue::new(*name).help(*what)),
+    )
+}
 
-    /// Display and sampling interval, e.g. 1s, 500ms (minimum 100ms).
-    #[arg(long, value_name = "DURATION", value_parser = parse_interval, global = true)]
+/// The sampling interval (the commands that sample on a schedule).
+#[derive(Debug, Clone, Args, Default)]
+pub struct IntervalArg {
+    /// Sampling interval, e.g. 500ms, 1s, 10s (100ms to 1m).
+    ///
+    /// The same range as `[sampling] interval` in the config, which it
+    /// overrides.
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
     pub interval: Option<Duration>,
+}
+
+/// Which GPUs (the commands that show live GPUs).
+#[derive(Debug, Clone, Args, Default)]
+pub struct GpuArgs {
+    /// Only these GPUs: indexes, UUIDs or PCI bus ids, comma-separated.
+    ///
+    /// As `nvidia-smi -i` takes them: NVML indexes, UUIDs (`GPU-...`; a
+    /// unique prefix will do) or PCI bus ids (`0000:18:00.0`). They are shown
+    /// numbered from 0 in the order given, as CUDA numbers the devices of
+    /// `CUDA_VISIBLE_DEVICES`. Default: `CUDA_VISIBLE_DEVICES` when it is
+    /// set, else every GPU.
+    #[arg(long, value_name = "LIST", value_parser = GpuList::parse)]
+    pub gpu: Option<GpuList>,
+
+    /// Every GPU, whatever `CUDA_VISIBLE_DEVICES` says.
+    #[arg(long, conflicts_with = "gpu")]
+    pub all_gpus: bool,
+}
+
+impl GpuArgs {
+    fn selection(&self) -> Selection {
+        match (&self.gpu, self.all_gpus) {
+            (Some(list), _) => Selection::List(list.clone()),
+            (None, true) => Selection::All,
+            (None, false) => Selection::Auto,
+        }
+    }
+
+    fn given(&self) -> bool {
+        self.gpu.is_some() || self.all_gpus
+    }
+}
+
+/// The config file (the commands that read it).
+#[derive(Debug, Clone, Args, Default)]
+pub struct ConfigArg {
+    /// Config file (default: the platform config dir's
+    /// vramwatch/config.toml, if it exists).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
 }
 
 /// Dashboard options.
 #[derive(Debug, Clone, Args, Default)]
 pub struct UiArgs {
-    /// Colour depth: auto reads COLORTERM and TERM; NO_COLOR turns colour off.
+    /// Colour depth; 16, 256 and truecolor win over NO_COLOR.
+    ///
+    /// `auto` (the default, or `[display] color`) reads NO_COLOR, COLORTERM
+    /// and TERM. An explicit depth, here or in the config, is used even when
+    /// NO_COLOR is set, as no-color.org asks.
     #[arg(long, value_enum, value_name = "DEPTH")]
     pub color: Option<ColorArg>,
 
@@ -57,8 +156,9 @@ pub struct UiArgs {
     #[arg(long)]
     pub read_only: bool,
 
-    /// Also serve Prometheus metrics on this address (e.g. 127.0.0.1:9400).
-    #[arg(long, value_name = "ADDR")]
+    /// Also serve Prometheus metrics on this address (an IP address and
+    /// port, e.g. 127.0.0.1:9400).
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     pub serve: Option<String>,
 }
 
@@ -74,12 +174,8 @@ pub enum ColorArg {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Print one sample as a table (memory first) or JSON, then exit.
-    Snapshot {
-        /// Print JSON (schema: docs/snapshot-json.md).
-        #[arg(long)]
-        json: bool,
-    },
+    /// Print one sample as a table (memory first) or JSON; --watch repeats.
+    Snapshot(SnapshotArgs),
     /// Record to a file without a UI (for nohup, tmux, systemd).
     Record(RecordArgs),
     /// Open the dashboard over a recording, with a timeline.
@@ -90,14 +186,32 @@ pub enum Command {
     Report(ReportArgs),
     /// Serve Prometheus metrics (/metrics), JSON (/snapshot) and /healthz.
     Serve(ServeArgs),
+    /// Every GPU of a cluster in one dashboard, read from Prometheus
+    /// (docs/fleet.md).
+    Fleet(crate::fleet::args::FleetArgs),
     /// Score the analysis on recordings with ground truth: forecasts before
     /// each OOM, leak flags, false alarms (docs/analysis.md).
     Score(ScoreArgs),
     /// Write or check the config file.
     Config {
+        /// The config file the action works on when it is given no PATH.
+        #[arg(long, value_name = "PATH", global = true)]
+        config: Option<PathBuf>,
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Print a shell completion script.
+    ///
+    /// For example `vramwatch completions bash >
+    /// /etc/bash_completion.d/vramwatch`, or `source <(vramwatch completions
+    /// bash)` in ~/.bashrc; see docs/cli.md for zsh, fish, elvish and
+    /// PowerShell.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): vramwatch(1), or a subcommand's.
+    Man(ManArgs),
     /// Measure the sampler's CPU cost against the raw NVML calls (for
     /// benchmarks; prints JSON).
     #[command(hide = true)]
@@ -107,7 +221,45 @@ pub enum Command {
         /// Instead: the CPU and wall time of each NVML call on GPU 0.
         #[arg(long)]
         calls: bool,
+        #[command(flatten)]
+        demo: DemoArgs,
+        #[command(flatten)]
+        interval: IntervalArg,
+        #[command(flatten)]
+        config: ConfigArg,
     },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SnapshotArgs {
+    /// Print JSON (schema: docs/snapshot-json.md); with --watch, one
+    /// document per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Print a sample every INTERVAL until Ctrl-C (default 1s).
+    ///
+    /// As `nvidia-smi -l`. INTERVAL defaults to `[sampling] interval` (1s)
+    /// and is 100ms to 1m. On a terminal the table is redrawn in place.
+    #[arg(
+        long,
+        short = 'w',
+        value_name = "INTERVAL",
+        num_args = 0..=1,
+        value_parser = parse_interval
+    )]
+    pub watch: Option<Option<Duration>>,
+    /// ASCII only: other programs' non-ASCII characters print as `?`.
+    ///
+    /// Names, users and commands keep their columns aligned on any
+    /// terminal. `[display] ascii = true` in the config does the same.
+    #[arg(long)]
+    pub ascii: bool,
+    #[command(flatten)]
+    pub demo: DemoArgs,
+    #[command(flatten)]
+    pub gpus: GpuArgs,
+    #[command(flatten)]
+    pub config: ConfigArg,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -118,18 +270,31 @@ pub struct RecordArgs {
     /// Stop after this long (e.g. 10m, 8h); default: until Ctrl-C or SIGTERM.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Also serve Prometheus metrics on this address.
-    #[arg(long, value_name = "ADDR")]
+    /// Also serve Prometheus metrics on this address (an IP address and port).
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     pub serve: Option<String>,
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub demo: DemoArgs,
+    #[command(flatten)]
+    pub interval: IntervalArg,
+    #[command(flatten)]
+    pub gpus: GpuArgs,
+    #[command(flatten)]
+    pub config: ConfigArg,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
     /// A recording (`.jsonl` or `.jsonl.zst`).
     pub file: PathBuf,
+    /// Colour depth (as the dashboard's --color).
+    #[arg(long, value_enum, value_name = "DEPTH")]
+    pub color: Option<ColorArg>,
+    #[command(flatten)]
+    pub config: ConfigArg,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -139,7 +304,7 @@ pub struct ExportArgs {
     /// Write CSV (the only format so far).
     #[arg(long, required = true)]
     pub csv: bool,
-    /// Only this GPU.
+    /// Only this GPU (its number in the recording).
     #[arg(long, value_name = "N")]
     pub gpu: Option<u32>,
     /// One row per sample of this process instead of one per GPU.
@@ -157,6 +322,8 @@ pub struct ReportArgs {
     /// Also draw memory over time as SVG.
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArg,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -171,13 +338,34 @@ pub struct ScoreArgs {
     /// Print JSON instead of the markdown table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub config: ConfigArg,
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on (default from the config: 127.0.0.1:9400).
-    #[arg(long, value_name = "ADDR")]
+    /// Address to listen on: an IP address and port (default: [serve]
+    /// listen in the config, 127.0.0.1:9400).
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
     pub listen: Option<String>,
+    #[command(flatten)]
+    pub demo: DemoArgs,
+    #[command(flatten)]
+    pub interval: IntervalArg,
+    #[command(flatten)]
+    pub gpus: GpuArgs,
+    #[command(flatten)]
+    pub config: ConfigArg,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// A subcommand's page (vramwatch-snapshot(1), ...) instead.
+    #[arg(value_name = "SUBCOMMAND", conflicts_with = "dir")]
+    pub command: Option<String>,
+    /// Write every page (vramwatch.1, vramwatch-snapshot.1, ...) into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Subcommand)]
@@ -195,15 +383,168 @@ pub enum ConfigAction {
     Path,
 }
 
-/// Parses an interval like `1s`, `250ms`, `2m`; at least 100 ms.
-pub fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
-    if d < Duration::from_millis(100) {
-        return Err(format!(
-            "`{s}` is shorter than the minimum interval of 100ms"
-        ));
+/// What a command that samples, or reads the config, is given: the
+/// subcommand's own options, else the same options given before it.
+#[derive(Debug, Clone)]
+pub struct SourceArgs {
+    /// A simulated scenario instead of NVML.
+    pub demo: Option<String>,
+    pub seed: u64,
+    pub config: Option<PathBuf>,
+    pub interval: Option<Duration>,
+    /// Which GPUs to show.
+    pub gpus: Selection,
+}
+
+impl Default for SourceArgs {
+    fn default() -> Self {
+        SourceArgs {
+            demo: None,
+            seed: 1,
+            config: None,
+            interval: None,
+            gpus: Selection::Auto,
+        }
     }
-    Ok(d)
+}
+
+/// Which of the top-level options each subcommand takes.
+#[derive(Clone, Copy, Default)]
+struct Takes {
+    demo: bool,
+    interval: bool,
+    gpus: bool,
+    config: bool,
+    color: bool,
+}
+
+impl Command {
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Snapshot(_) => "snapshot",
+            Command::Record(_) => "record",
+            Command::Replay(_) => "replay",
+            Command::Export(_) => "export",
+            Command::Report(_) => "report",
+            Command::Serve(_) => "serve",
+            Command::Score(_) => "score",
+            Command::Config { .. } => "config",
+            Command::Completions { .. } => "completions",
+            Command::Man(_) => "man",
+            Command::BenchSampler { .. } => "bench-sampler",
+            Command::Fleet(_) => "fleet",
+        }
+    }
+
+    fn takes(&self) -> Takes {
+        let sampler = Takes {
+            demo: true,
+            interval: true,
+            gpus: true,
+            config: true,
+            color: false,
+        };
+        let config = Takes {
+            config: true,
+            ..Takes::default()
+        };
+        match self {
+            Command::Record(_) | Command::Serve(_) => sampler,
+            Command::Snapshot(_) => Takes {
+                interval: false,
+                ..sampler
+            },
+            Command::BenchSampler { .. } => Takes {
+                gpus: false,
+                ..sampler
+            },
+            Command::Replay(_) => Takes {
+                color: true,
+                ..config
+            },
+            Command::Report(_) | Command::Score(_) | Command::Config { .. } => config,
+            // Its own --interval is a refresh interval; --config and
+            // --color may come before `fleet` too.
+            Command::Fleet(_) => Takes {
+                color: true,
+                ..config
+            },
+            Command::Export(_) | Command::Completions { .. } | Command::Man(_) => Takes::default(),
+        }
+    }
+}
+
+impl Cli {
+    /// The first option given before the subcommand that the subcommand
+    /// does not take, as a usage error: it would do nothing there.
+    pub fn misplaced(&self) -> Option<clap::Error> {
+        let cmd = self.command.as_ref()?;
+        let t = cmd.takes();
+        let given = [
+            ("--demo", self.demo.demo.is_some(), t.demo),
+            ("--seed", self.demo.seed.is_some(), t.demo),
+            ("--interval", self.interval.interval.is_some(), t.interval),
+            ("--gpu", self.gpus.gpu.is_some(), t.gpus),
+            ("--all-gpus", self.gpus.all_gpus, t.gpus),
+            ("--config", self.config.config.is_some(), t.config),
+            ("--color", self.ui.color.is_some(), t.color),
+            ("--read-only", self.ui.read_only, false),
+            ("--serve", self.ui.serve.is_some(), false),
+        ];
+        let (flag, _, _) = given.iter().find(|(_, given, takes)| *given && !takes)?;
+        let name = cmd.name();
+        let hint = match (*flag, name) {
+            ("--interval", "snapshot") => " (`snapshot --watch INTERVAL` repeats it)".to_owned(),
+            ("--serve", "record") => " (give it after `record`)".to_owned(),
+            _ => String::new(),
+        };
+        let msg = format!(
+            "`{flag}` does nothing for `vramwatch {name}`, so it is not one of its options{hint}; see `vramwatch {name} --help`"
+        );
+        let mut cli = Cli::command();
+        Some(clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, msg).format(&mut cli))
+    }
+
+    /// What a command is given: the subcommand's own options where it has
+    /// them (`None` where it takes none of that kind), else those given
+    /// before it.
+    pub fn source_for(
+        &self,
+        demo: Option<&DemoArgs>,
+        interval: Option<&IntervalArg>,
+        gpus: Option<&GpuArgs>,
+        config: Option<&ConfigArg>,
+    ) -> SourceArgs {
+        let d = demo.filter(|d| d.demo.is_some()).unwrap_or(&self.demo);
+        let g = gpus.filter(|g| g.given()).unwrap_or(&self.gpus);
+        SourceArgs {
+            demo: d.demo.clone(),
+            seed: demo.and_then(|d| d.seed).or(self.demo.seed).unwrap_or(1),
+            config: config
+                .and_then(|c| c.config.clone())
+                .or_else(|| self.config.config.clone()),
+            interval: interval.and_then(|i| i.interval).or(self.interval.interval),
+            gpus: g.selection(),
+        }
+    }
+
+    /// The dashboard's own options.
+    pub fn dashboard(&self) -> SourceArgs {
+        self.source_for(None, None, None, None)
+    }
+}
+
+/// Parses `--interval`: a duration within the config's range for
+/// `[sampling] interval`.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    crate::config::parse_interval(s)
+}
+
+/// Parses `--listen` and `--serve` as the config reads `[serve] listen`.
+pub fn parse_listen(s: &str) -> Result<String, String> {
+    crate::config::parse_listen(s)
+        .map(|a| a.to_string())
+        .map_err(|why| format!("`{s}` is not a listen address: {why}"))
 }
 
 /// Parses a duration like `90s`, `10m`, `1h30m`, `500ms`.
@@ -212,38 +553,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 500ms, 1s, 10m, 2h"))
 }
 
+mod exit;
+mod pages;
+
+pub use exit::{Failure, Usage, exit_code};
+pub use pages::{write_completions, write_man, write_man_pages};
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cli_definition_is_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn demo_takes_an_optional_scenario() {
-        let c = Cli::try_parse_from(["vramwatch", "--demo"]).unwrap();
-        assert_eq!(c.source.demo.as_deref(), Some("demo"));
-        let c = Cli::try_parse_from(["vramwatch", "--demo", "leak"]).unwrap();
-        assert_eq!(c.source.demo.as_deref(), Some("leak"));
-        let c = Cli::try_parse_from(["vramwatch", "snapshot", "--demo", "--json"]).unwrap();
-        assert_eq!(c.source.demo.as_deref(), Some("demo"));
-        assert!(matches!(c.command, Some(Command::Snapshot { json: true })));
-        let c = Cli::try_parse_from(["vramwatch"]).unwrap();
-        assert!(c.source.demo.is_none() && c.command.is_none());
-    }
-
-    #[test]
-    fn intervals_have_a_floor() {
-        assert_eq!(parse_interval("1s"), Ok(Duration::from_secs(1)));
-        assert_eq!(parse_interval("250ms"), Ok(Duration::from_millis(250)));
-        assert!(parse_interval("50ms").unwrap_err().contains("minimum"));
-        assert!(
-            parse_interval("soon")
-                .unwrap_err()
-                .contains("not a duration")
-        );
-    }
-}
+mod tests;

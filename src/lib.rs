@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod export;
+pub mod fleet;
 pub mod history;
 pub mod model;
 pub mod pipeline;

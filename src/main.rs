@@ -1,52 +1,106 @@
 //! Command-line dispatch only: parse, run the chosen command, map errors to
-//! exit codes (2 for anything the user can fix).
+//! exit codes (`cli::exit_code`: 1 for a runtime failure, 2 for anything the
+//! user can fix on the command line or in the config).
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Parser;
 
-use vramwatch::cli::{Cli, Command};
+use vramwatch::cli::{Cli, Command, UiArgs, exit_code};
 use vramwatch::commands::{self, dashboard};
 use vramwatch::source::host;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    if let Some(e) = cli.misplaced() {
+        e.exit();
+    }
+    match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // Broken pipe (`vramwatch snapshot | head`) is not an error.
-            let pipe = std::io::ErrorKind::BrokenPipe;
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == pipe)
-                    || c.downcast_ref::<serde_json::Error>()
-                        .is_some_and(|j| j.io_error_kind() == Some(pipe))
-            }) {
-                return ExitCode::SUCCESS;
+            let code = exit_code(&e);
+            // A closed pipe (`vramwatch snapshot | head`) is not an error.
+            if code != 0 {
+                eprintln!("vramwatch: error: {e:#}");
             }
-            eprintln!("vramwatch: error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(code)
         }
     }
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(cli: &Cli) -> Result<()> {
     let me = host::current_user();
-    match &cli.command {
-        Some(Command::Snapshot { json }) => commands::snapshot::run(*json, &cli.source, &me),
-        Some(Command::BenchSampler { seconds, calls }) => {
-            commands::bench_sampler::run_cli(*seconds, *calls, &cli.source, &me)
+    let Some(command) = &cli.command else {
+        return dashboard::run_live(&cli.dashboard(), &cli.ui, me);
+    };
+    match command {
+        Command::Snapshot(a) => {
+            let src = cli.source_for(Some(&a.demo), None, Some(&a.gpus), Some(&a.config));
+            commands::snapshot::run(a, &src, &me)
         }
-        Some(Command::Config { action }) => {
-            commands::config::run(action, cli.source.config.as_deref())
+        Command::BenchSampler {
+            seconds,
+            calls,
+            demo,
+            interval,
+            config,
+        } => {
+            let src = cli.source_for(Some(demo), Some(interval), None, Some(config));
+            commands::bench_sampler::run_cli(*seconds, *calls, &src, &me)
         }
-        Some(Command::Serve(args)) => commands::serve::run(&cli.source, args, &me),
-        Some(Command::Record(args)) => commands::record::run(args, &cli.source),
-        Some(Command::Export(args)) => commands::export::run(args),
-        Some(Command::Report(args)) => commands::report::run(args, &cli.source),
-        Some(Command::Score(args)) => commands::score::run(args, &cli.source),
-        Some(Command::Replay(args)) => commands::replay::run(args, &cli.source, &cli.ui, me),
-        None => dashboard::run_live(&cli.source, &cli.ui, me),
+        Command::Config { action, config } => {
+            let path = config.as_deref().or(cli.config.config.as_deref());
+            commands::config::run(action, path)
+        }
+        Command::Serve(a) => {
+            let src = cli.source_for(
+                Some(&a.demo),
+                Some(&a.interval),
+                Some(&a.gpus),
+                Some(&a.config),
+            );
+            commands::serve::run(&src, a, &me)
+        }
+        Command::Record(a) => {
+            let src = cli.source_for(
+                Some(&a.demo),
+                Some(&a.interval),
+                Some(&a.gpus),
+                Some(&a.config),
+            );
+            commands::record::run(a, &src)
+        }
+        Command::Export(a) => commands::export::run(a),
+        Command::Fleet(a) => commands::fleet::run(a, &cli.dashboard(), &cli.ui),
+        Command::Report(a) => {
+            let src = cli.source_for(None, None, None, Some(&a.config));
+            commands::report::run(a, &src)
+        }
+        Command::Score(a) => {
+            let src = cli.source_for(None, None, None, Some(&a.config));
+            commands::score::run(a, &src)
+        }
+        Command::Replay(a) => {
+            let src = cli.source_for(None, None, None, Some(&a.config));
+            let ui = UiArgs {
+                color: a.color.or(cli.ui.color),
+                ..UiArgs::default()
+            };
+            commands::replay::run(a, &src, &ui, me)
+        }
+        Command::Completions { shell } => {
+            vramwatch::cli::write_completions(*shell, &mut std::io::stdout().lock())?;
+            Ok(())
+        }
+        Command::Man(a) => match &a.dir {
+            Some(dir) => {
+                for page in vramwatch::cli::write_man_pages(dir)? {
+                    println!("{}", page.display());
+                }
+                Ok(())
+            }
+            None => vramwatch::cli::write_man(a.command.as_deref(), &mut std::io::stdout().lock()),
+        },
     }
 }

@@ -16,8 +16,9 @@ pub enum Depth {
     TrueColor,
 }
 
-/// Resolves `auto` from the environment: `NO_COLOR` (any non-empty value)
-/// turns colour off; `COLORTERM=truecolor|24bit` means RGB; a `TERM` with
+/// An explicit depth is taken as it is (it beats `NO_COLOR`, as
+/// no-color.org asks). `auto` is resolved from the environment: `NO_COLOR`
+/// (any non-empty value) turns colour off; `COLORTERM=truecolor|24bit` means RGB; a `TERM` with
 /// `256color` means 256; anything else gets the 16 ANSI colours (SSH often
 /// drops COLORTERM, so 256 is not assumed).
 pub fn resolve_depth(
@@ -26,13 +27,12 @@ pub fn resolve_depth(
     colorterm: Option<&str>,
     term: Option<&str>,
 ) -> Depth {
-    if no_color.is_some_and(|v| !v.is_empty()) {
-        return Depth::None;
-    }
     match wanted {
+        // An explicit depth (flag or config) beats `NO_COLOR` (no-color.org).
         ColorDepth::Ansi16 => Depth::Ansi16,
         ColorDepth::Ansi256 => Depth::Ansi256,
         ColorDepth::TrueColor => Depth::TrueColor,
+        ColorDepth::Auto if no_color.is_some_and(|v| !v.is_empty()) => Depth::None,
         ColorDepth::Auto => {
             let ct = colorterm.unwrap_or("").to_ascii_lowercase();
             if ct == "truecolor" || ct == "24bit" {
@@ -307,10 +307,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn no_color_wins_and_auto_reads_the_environment() {
+    fn an_explicit_depth_beats_no_color_and_auto_reads_the_environment() {
         use ColorDepth::*;
         assert_eq!(
             resolve_depth(TrueColor, Some("1"), Some("truecolor"), None),
+            Depth::TrueColor
+        );
+        assert_eq!(
+            resolve_depth(Auto, Some("1"), Some("truecolor"), None),
             Depth::None
         );
         assert_eq!(

@@ -4,9 +4,9 @@
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 
-use crate::cli::ConfigAction;
+use crate::cli::{ConfigAction, Usage};
 use crate::config::{self, DEFAULT_TOML};
 
 /// Runs one `config` subcommand. `global` is the `--config PATH` flag,
@@ -55,7 +55,7 @@ fn target(path: Option<&Path>) -> Result<PathBuf> {
     match path {
         Some(p) => Ok(p.to_path_buf()),
         None => config::default_path().ok_or_else(|| {
-            anyhow!("no platform config directory is known (is HOME set?); give a PATH")
+            Usage("no platform config directory is known (is HOME set?); give a PATH".into()).into()
         }),
     }
 }
@@ -75,11 +75,14 @@ fn init(path: &Path, force: bool) -> Result<()> {
     }
     let mut file = match options.open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => bail!(
-            "{} already exists; `--force` overwrites it (`vramwatch config check {}` validates it)",
-            path.display(),
-            path.display()
-        ),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            return Err(Usage(format!(
+                "{} already exists; `--force` overwrites it (`vramwatch config check {}` validates it)",
+                path.display(),
+                path.display()
+            ))
+            .into());
+        }
         Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
     };
     file.write_all(DEFAULT_TOML.as_bytes())

@@ -15,13 +15,13 @@ use tokio::sync::mpsc;
 
 use crate::analysis::AnalysisConfig;
 use crate::cli::{RecordArgs, SourceArgs};
+use crate::config;
 use crate::model::now_ms;
 use crate::model::units::{bytes_short, duration_short};
 use crate::pipeline::Pipeline;
 use crate::record::recorder::{Recorder, Report};
 use crate::record::{Header, Writer, WriterOptions, WriterStats};
 use crate::source::host;
-use crate::{config, source};
 
 /// How often a status line is printed when stderr is not a terminal.
 const LOG_EVERY: Duration = Duration::from_secs(60);
@@ -35,7 +35,7 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
         None => None,
     };
     let me = host::current_user();
-    let src = source::open(src_args.demo.as_deref(), src_args.seed, &me, 0)?;
+    let src = super::open_source(src_args, &me, 0)?;
     let system = src.system();
     let header = Header::new(&system, schedule.interval.as_millis() as u64, now_ms());
     let opts = WriterOptions {
@@ -134,7 +134,8 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
         },
     );
     if let Some(why) = summary.failed {
-        anyhow::bail!("finishing {}: {why}", shown.display());
+        let why = format!("finishing {}: {why}", shown.display());
+        return Err(crate::cli::Failure(why).into());
     }
     Ok(())
 }

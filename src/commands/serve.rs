@@ -11,9 +11,10 @@ use crate::cli::{ServeArgs, SourceArgs};
 use crate::config::{self, Config};
 use crate::export;
 use crate::pipeline::Pipeline;
-use crate::source;
 
-/// Where the listen address came from, for error messages.
+/// Where the listen address came from, for error messages. Both were
+/// checked as `config::parse_listen` reads them (`--listen` by clap, the
+/// file when it was loaded).
 fn listen_address(args: &ServeArgs, config: &Config) -> (String, &'static str) {
     match &args.listen {
         Some(a) => (a.clone(), "--listen"),
@@ -26,7 +27,7 @@ pub fn run(source_args: &SourceArgs, args: &ServeArgs, me: &str) -> Result<()> {
     let (listen, from) = listen_address(args, &config);
     // Bind first: a bad or busy address is reported before anything starts.
     let listener = export::bind(&listen).context(from)?;
-    let src = source::open(source_args.demo.as_deref(), source_args.seed, me, 60)?;
+    let (src, shown) = super::open_chosen(source_args, me, 60)?;
     let pipeline = Pipeline::start(src, config.schedule(), AnalysisConfig::from_config(&config))
         .context("starting the sampler")?;
     let hook = super::start_hook(pipeline.hub(), &config, |e| eprintln!("vramwatch: {e}"));
@@ -38,8 +39,9 @@ pub fn run(source_args: &SourceArgs, args: &ServeArgs, me: &str) -> Result<()> {
         let server = export::Server::start(listener, pipeline.hub(), Default::default())?;
         let addr = server.local_addr();
         eprintln!(
-            "vramwatch: serving http://{addr}/metrics, /snapshot and /healthz (source {}); Ctrl-C stops",
-            pipeline.system().source
+            "vramwatch: serving http://{addr}/metrics, /snapshot and /healthz (source {}{}); Ctrl-C stops",
+            pipeline.system().source,
+            shown.as_deref().map_or(String::new(), |s| format!("; {s}"))
         );
         let stopped = shutdown_signal().await;
         server.stop().await;

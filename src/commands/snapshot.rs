@@ -1,33 +1,153 @@
 //! `vramwatch snapshot`: one sample as a memory-first table or as JSON
-//! (schema in docs/snapshot-json.md).
+//! (schema in docs/snapshot-json.md); with `--watch`, one every interval
+//! until Ctrl-C (as `nvidia-smi -l`).
 
 use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
 
+use anyhow::{Context, Result};
+
+use crate::cli::{Failure, SnapshotArgs, SourceArgs};
 use crate::export::snapshot_json::to_json;
 use crate::model::units::bytes_short;
 use crate::model::{GpuState, Snapshot, SystemInfo};
+use crate::source::Source;
 
-/// `vramwatch snapshot [--json]`: reads every lane once and prints.
-pub fn run(json: bool, source: &crate::cli::SourceArgs, me: &str) -> anyhow::Result<()> {
-    use anyhow::Context;
-    use std::io::{IsTerminal, Write};
+/// How long CPU use is measured for the CPU % column.
+const CPU_WINDOW: Duration = Duration::from_millis(100);
+
+/// How the samples are printed.
+struct Output {
+    json: bool,
+    ascii: bool,
+    /// A terminal: the table is cut to its width (and, watching, redrawn).
+    tty: bool,
+    /// Above the table: which GPUs are shown, when not all.
+    shown: Option<String>,
+}
+
+/// `vramwatch snapshot [--json] [--watch [INTERVAL]] [--ascii]`.
+pub fn run(args: &SnapshotArgs, source: &SourceArgs, me: &str) -> Result<()> {
+    let config = crate::config::load(source.config.as_deref())?;
     // A simulated node is shown a minute into its scenario.
-    let src = crate::source::open(source.demo.as_deref(), source.seed, me, 60)?;
-    let snap = crate::sampler::sample_once(src.as_ref(), std::time::Duration::from_millis(100));
-    let system = src.system();
-    let mut out = std::io::stdout().lock();
-    if json {
-        serde_json::to_writer_pretty(&mut out, &to_json(&system, &snap)).context("writing JSON")?;
-        writeln!(out)?;
+    let (src, shown) = super::open_chosen(source, me, 60)?;
+    let out = Output {
+        json: args.json,
+        ascii: args.ascii || config.display.ascii,
+        tty: std::io::stdout().is_terminal(),
+        shown,
+    };
+    match args.watch {
+        None => {
+            let snap = crate::sampler::sample_once(src.as_ref(), CPU_WINDOW);
+            print(&out, &src.system(), &snap, false)?;
+            lost(&snap)
+        }
+        Some(every) => watch(
+            src.as_ref(),
+            &out,
+            every.unwrap_or(config.sampling.interval),
+        ),
+    }
+}
+
+/// A runtime failure when a GPU gave no readings (after they are printed).
+fn lost(snap: &Snapshot) -> Result<()> {
+    let lost: Vec<String> = snap
+        .gpus
+        .iter()
+        .filter(|g| g.state == GpuState::Lost)
+        .map(|g| g.index.to_string())
+        .collect();
+    if lost.is_empty() {
+        return Ok(());
+    }
+    Err(Failure(format!(
+        "GPU{} {} gave no readings (lost)",
+        if lost.len() == 1 { "" } else { "s" },
+        lost.join(", ")
+    ))
+    .into())
+}
+
+/// Samples every `every` until SIGINT or SIGTERM (either ends it with
+/// success); sequence numbers count up and `events` say what changed since
+/// the sample before.
+fn watch(src: &dyn Source, out: &Output, every: Duration) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async {
+        let stop = super::serve::shutdown_signal();
+        tokio::pin!(stop);
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut prev: Option<Snapshot> = None;
+        loop {
+            tokio::select! {
+                r = &mut stop => return r,
+                _ = tick.tick() => {
+                    let mut snap = crate::sampler::sample_once(src, CPU_WINDOW);
+                    if let Some(p) = &prev {
+                        snap.seq = p.seq + 1;
+                        let changes = crate::sampler::diff_events(p, &snap);
+                        snap.events.extend(changes);
+                    }
+                    print(out, &src.system(), &snap, true)?;
+                    prev = Some(snap);
+                }
+            }
+        }
+    })
+}
+
+/// Prints one sample: pretty JSON, or one line of JSON when `watching`; the
+/// table, redrawn from the top of a terminal when `watching`.
+fn print(out: &Output, system: &SystemInfo, snap: &Snapshot, watching: bool) -> Result<()> {
+    let mut w = std::io::stdout().lock();
+    if out.json {
+        let doc = to_json(system, snap);
+        if watching {
+            serde_json::to_writer(&mut w, &doc).context("writing JSON")?;
+        } else {
+            serde_json::to_writer_pretty(&mut w, &doc).context("writing JSON")?;
+        }
+        writeln!(w)?;
     } else {
-        let width = std::io::stdout()
-            .is_terminal()
+        let width = out
+            .tty
             .then(|| crossterm::terminal::size().ok().map(|(w, _)| w as usize))
             .flatten();
-        out.write_all(to_table(&system, &snap, width).as_bytes())?;
+        let mut table = String::new();
+        if let Some(s) = &out.shown {
+            let _ = writeln!(table, "{s}");
+        }
+        table.push_str(&to_table(system, snap, width));
+        if out.ascii {
+            table = ascii_only(&table);
+        }
+        if watching {
+            if out.tty && std::env::var("TERM").map_or(true, |t| t != "dumb") {
+                // Home and clear, as `watch` does.
+                w.write_all(b"\x1b[H\x1b[2J")?;
+            } else if snap.seq > 0 {
+                writeln!(w)?;
+            }
+        }
+        w.write_all(table.as_bytes())?;
     }
-    out.flush()?;
+    w.flush()?;
     Ok(())
+}
+
+/// Non-ASCII characters (from other programs: names, users, commands) as
+/// `?`, one for one, so the columns still line up.
+pub fn ascii_only(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii() { c } else { '?' })
+        .collect()
 }
 
 fn mib(b: Option<u64>) -> String {
@@ -42,9 +162,8 @@ fn opt<T: std::fmt::Display>(v: Option<T>, unit: &str) -> String {
 /// `None` = never cut, for pipes and files).
 pub fn to_table(system: &SystemInfo, snap: &Snapshot, width: Option<usize>) -> String {
     let mut out = String::new();
-    let when = humantime::format_rfc3339_seconds(
-        std::time::UNIX_EPOCH + std::time::Duration::from_millis(snap.t_ms),
-    );
+    let when =
+        humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_millis(snap.t_ms));
     let _ = writeln!(
         out,
         "{}  driver {}  CUDA {}  {}  source {}",
@@ -76,7 +195,8 @@ pub fn to_table(system: &SystemInfo, snap: &Snapshot, width: Option<usize>) -> S
     for g in &snap.gpus {
         let name = system
             .gpus
-            .get(g.index as usize)
+            .iter()
+            .find(|d| d.index == g.index)
             .map_or("?", |d| d.name.as_str());
         let name: String = name.chars().take(14).collect();
         if g.state == GpuState::Lost {
@@ -190,10 +310,32 @@ mod tests {
     }
 
     #[test]
-    fn lost_gpus_say_so() {
+    fn lost_gpus_say_so_and_fail() {
         let (sys, mut snap) = demo();
+        assert!(lost(&snap).is_ok());
         snap.gpus[1].state = GpuState::Lost;
         let t = to_table(&sys, &snap, None);
         assert!(t.contains("LOST"));
+        let e = lost(&snap).unwrap_err();
+        assert_eq!(e.to_string(), "GPU 1 gave no readings (lost)");
+        assert_eq!(crate::cli::exit_code(&e), 1);
+    }
+
+    #[test]
+    fn ascii_only_keeps_the_columns() {
+        let s = "  1 naïve-job 日本 x";
+        let a = ascii_only(s);
+        assert_eq!(a, "  1 na?ve-job ?? x");
+        assert_eq!(a.chars().count(), s.chars().count());
+    }
+
+    #[test]
+    fn cpu_percent_is_rounded_to_a_tenth() {
+        let (sys, mut snap) = demo();
+        snap.procs[0].cpu_pct = Some(142.556_44);
+        snap.procs[1].cpu_pct = None;
+        let doc = to_json(&sys, &snap);
+        assert_eq!(doc["procs"][0]["cpu_pct"].to_string(), "142.6");
+        assert!(doc["procs"][1]["cpu_pct"].is_null());
     }
 }

@@ -5,7 +5,6 @@
 
 mod bindings;
 
-use std::net::SocketAddr;
 use std::ops::{Range, RangeInclusive};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,10 +15,11 @@ use super::load::{Found, Position, SCHEMA_VERSION, echo};
 use super::raw::{self, DurationKind, DurationOrOffKind, RawConfig, S, Scalar, Text};
 use super::shape::closest;
 use super::units::{
-    format_duration, format_rate, format_size, parse_duration, parse_rate, parse_size,
+    format_duration, format_rate, format_size, parse_duration, parse_listen, parse_rate, parse_size,
 };
 use super::{
-    Alerts, ColorDepth, Column, Config, Display, Level, Record, Sampling, Serve, Theme, Thresholds,
+    Alerts, ColorDepth, Column, Config, Display, INTERVAL_RANGE, Level, Record, Sampling, Serve,
+    Theme, Thresholds,
 };
 
 /// Checks `raw`, adding to `problems` (those found before, by serde, about
@@ -266,7 +266,7 @@ impl Validator<'_> {
             "[sampling] interval",
             &r.interval,
             d.interval,
-            100 * MS..=MINUTE,
+            INTERVAL_RANGE,
         );
         let fast = self.duration_or_off(
             "[sampling] fast_interval",
@@ -552,6 +552,7 @@ impl Validator<'_> {
             color,
             columns,
             mouse: Self::boolean(&r.mouse, d.mouse),
+            ascii: Self::boolean(&r.ascii, d.ascii),
         }
     }
 
@@ -654,18 +655,13 @@ impl Validator<'_> {
         let d = Serve::default();
         match &r.listen {
             None => d,
-            Some(f) => match f.get_ref().trim().parse::<SocketAddr>() {
+            Some(f) => match parse_listen(f.get_ref()) {
                 Ok(addr) => Serve {
                     listen: addr.to_string(),
                 },
-                Err(_) => {
+                Err(why) => {
                     let echo = self.echo(&f.span());
-                    self.bad(
-                        Some(f.span()),
-                        format!(
-                            "[serve] listen = {echo}: not an address and port; use e.g. \"127.0.0.1:9400\", \"0.0.0.0:9400\" or \"[::1]:9400\""
-                        ),
-                    );
+                    self.bad(Some(f.span()), format!("[serve] listen = {echo}: {why}"));
                     d
                 }
             },

@@ -13,6 +13,8 @@ pub(crate) mod raw;
 mod shape;
 pub(crate) mod units;
 
+use std::net::SocketAddr;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,6 +23,33 @@ pub use load::{
     parse, resolve,
 };
 pub use shape::closest;
+
+/// The range of `[sampling] interval`, and of `--interval` and
+/// `snapshot --watch`: the command line and the file share one set of limits.
+pub const INTERVAL_RANGE: RangeInclusive<Duration> =
+    Duration::from_millis(100)..=Duration::from_secs(60);
+
+/// Reads an interval as `[sampling] interval` is read (`500ms`, `1s`, `1m`),
+/// within [`INTERVAL_RANGE`]; the error says why, without the value.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = units::parse_duration(s)?;
+    if INTERVAL_RANGE.contains(&d) {
+        Ok(d)
+    } else {
+        Err(format!(
+            "must be between {} and {}, as [sampling] interval",
+            units::format_duration(*INTERVAL_RANGE.start()),
+            units::format_duration(*INTERVAL_RANGE.end())
+        ))
+    }
+}
+
+/// Reads a listen address as `[serve] listen` is read: an IP address and a
+/// port, no host names (`--listen`, `--serve` and the file use this one
+/// check); the error says why, without the value.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    units::parse_listen(s)
+}
 
 /// A warn and a critical level for one figure; `warn < crit` always.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -279,6 +308,10 @@ pub struct Display {
     pub columns: Vec<Column>,
     /// Mouse capture (click to select, wheel to scroll).
     pub mouse: bool,
+    /// ASCII only: no box drawing, blocks or other symbols outside ASCII,
+    /// and text from other programs with non-ASCII characters as `?`
+    /// (`--ascii`).
+    pub ascii: bool,
 }
 
 impl Default for Display {
@@ -287,7 +320,8 @@ impl Default for Display {
             theme: Theme::Dark,
             color: ColorDepth::Auto,
             columns: Column::ALL.to_vec(),
-            mouse: false,
+            mouse: true,
+            ascii: false,
         }
     }
 }

@@ -70,6 +70,7 @@ pub(crate) struct RawDisplay {
     pub color: S<Text<ColorKind>>,
     pub columns: S<Vec<Spanned<Text<ColumnKind>>>>,
     pub mouse: S<bool>,
+    pub ascii: S<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

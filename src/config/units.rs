@@ -4,6 +4,7 @@
 //! what is wrong without repeating the value (the caller names the file,
 //! line, key and value); formatters write the same syntax back.
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// Parses a duration such as `500ms`, `1s`, `10m`, `1h30m`, `7days`.
@@ -28,6 +29,42 @@ pub(crate) fn format_duration(d: Duration) -> String {
         return "0s".to_owned();
     }
     humantime::format_duration(d).to_string().replace(' ', "")
+}
+
+/// Parses a listen address: an IP address and a port (`127.0.0.1:9400`,
+/// `0.0.0.0:9400`, `[::1]:9400`). Host names are refused rather than looked
+/// up, so the address is the same wherever it is read. The error says why,
+/// without the value, and ends with examples.
+pub(crate) fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    let t = s.trim();
+    if let Ok(a) = t.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let why = if t.is_empty() {
+        "it is empty".to_owned()
+    } else if t.parse::<IpAddr>().is_ok() {
+        "it has no port".to_owned()
+    } else {
+        match t.rsplit_once(':') {
+            None => "not an IP address and port".to_owned(),
+            Some((host, port)) => {
+                let bracketed = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+                let ip = bracketed.unwrap_or(host);
+                if bracketed.is_none() && host.contains(':') {
+                    "an IPv6 address and port are written with brackets, `[::1]:9400`".to_owned()
+                } else if ip.parse::<IpAddr>().is_ok() {
+                    format!("`{port}` is not a port (0 to 65535)")
+                } else if host.is_empty() {
+                    "no address before the port".to_owned()
+                } else {
+                    format!("`{host}` is not an IP address (host names are not looked up)")
+                }
+            }
+        }
+    };
+    Err(format!(
+        "{why}; use e.g. \"127.0.0.1:9400\", \"0.0.0.0:9400\" or \"[::1]:9400\""
+    ))
 }
 
 const UNITS: [(&str, f64); 9] = [
@@ -156,6 +193,32 @@ mod tests {
         assert!(e.contains("`parsecs` is not a time unit"), "{e}");
         assert!(parse_duration("").unwrap_err().contains("empty"));
         assert!(parse_duration("soon").unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn listen_addresses_are_ip_and_port() {
+        assert_eq!(
+            parse_listen(" 127.0.0.1:9400 "),
+            Ok("127.0.0.1:9400".parse().unwrap())
+        );
+        assert_eq!(parse_listen("[::1]:0"), Ok("[::1]:0".parse().unwrap()));
+        let why = |s| parse_listen(s).unwrap_err();
+        assert!(why("").starts_with("it is empty; use e.g."), "{}", why(""));
+        assert!(why("127.0.0.1").starts_with("it has no port"));
+        assert!(why("::1").starts_with("it has no port"));
+        assert!(why("localhost").starts_with("not an IP address and port"));
+        assert!(
+            why("localhost:9400")
+                .starts_with("`localhost` is not an IP address (host names are not looked up)")
+        );
+        assert!(why("127.0.0.1:99999").starts_with("`99999` is not a port"));
+        assert!(why("::1:99999").contains("with brackets"));
+        assert!(
+            why("::1:9400").starts_with("it has no port"),
+            "a whole IPv6 address"
+        );
+        assert!(why(":9400").starts_with("no address before the port"));
+        assert!(why("x").ends_with("or \"[::1]:9400\""));
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub(crate) fn to_json(system: &SystemInfo, snap: &Snapshot) -> Value {
             }
         }
     }
-    json!({
+    let mut doc = json!({
         "schema": SNAPSHOT_SCHEMA,
         "vramwatch_version": env!("CARGO_PKG_VERSION"),
         "system": system,
@@ -28,7 +28,25 @@ pub(crate) fn to_json(system: &SystemInfo, snap: &Snapshot) -> Value {
         "gpus": gpus,
         "procs": snap.procs,
         "events": snap.events,
-    })
+    });
+    round_figures(&mut doc);
+    doc
+}
+
+/// Rounds the document's measured fractions to what they are worth: a
+/// process's `cpu_pct` to 0.1 (it arrives as an `f32`, printed with ten
+/// digits of noise).
+fn round_figures(doc: &mut Value) {
+    let Some(procs) = doc.get_mut("procs").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for p in procs {
+        if let Some(c) = p.get_mut("cpu_pct")
+            && let Some(x) = c.as_f64()
+        {
+            *c = json!((x * 10.0).round() / 10.0);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -353,9 +353,30 @@ pub mod units {
         } else {
             (a, "B")
         };
+        // Two significant figures; a figure that rounds up to 1000 moves
+        // to the next unit, so one rate never reads both "+1000M/s" and
+        // "+1.0G/s".
+        let round2 = |v: f64| {
+            if v >= 10.0 {
+                let scale = 10f64.powf(v.log10().floor() - 1.0);
+                (v / scale).round() * scale
+            } else {
+                (v * 10.0).round() / 10.0
+            }
+        };
+        let (v, unit) = match unit {
+            "B" | "K" | "M" if round2(v) >= 1000.0 => (
+                v / 1024.0,
+                match unit {
+                    "B" => "K",
+                    "K" => "M",
+                    _ => "G",
+                },
+            ),
+            _ => (v, unit),
+        };
         let v = if v >= 10.0 {
-            let scale = 10f64.powf(v.log10().floor() - 1.0);
-            format!("{:.0}", (v / scale).round() * scale)
+            format!("{:.0}", round2(v))
         } else if unit == "B" {
             format!("{v:.0}")
         } else {
@@ -412,6 +433,11 @@ mod tests {
         assert_eq!(rate_short(504.0 * MIB as f64), "+500M/s");
         assert_eq!(rate_short(-128.0 * MIB as f64), "-130M/s");
         assert_eq!(rate_short(0.0), "+0B/s");
+        // Just under 1 GiB/s is 1.0G, never "1000M".
+        assert_eq!(rate_short(999.6 * MIB as f64), "+1.0G/s");
+        assert_eq!(rate_short(1.01 * GIB as f64), "+1.0G/s");
+        assert_eq!(rate_short(996.0 * MIB as f64), "+1.0G/s");
+        assert_eq!(rate_short(990.0 * MIB as f64), "+990M/s");
         assert_eq!(age_short(59), "59s");
         assert_eq!(age_short(179), "2m");
         assert_eq!(age_short(3 * 3600 + 5 * 60), "3h05m");

@@ -5,6 +5,7 @@
 
 pub mod host;
 pub(crate) mod nvml;
+pub mod select;
 pub mod sim;
 pub mod torch;
 
@@ -149,6 +150,20 @@ pub enum SourceError {
     Other(String),
     #[error("unknown demo scenario `{name}`: choose one of {valid}")]
     UnknownScenario { name: String, valid: String },
+    /// `--gpu` or `CUDA_VISIBLE_DEVICES` names no GPU of this machine.
+    #[error("{0}")]
+    Selection(String),
+}
+
+impl SourceError {
+    /// Whether the command line (or the environment it was given) is at
+    /// fault, rather than the driver or the machine.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            SourceError::UnknownScenario { .. } | SourceError::Selection(_)
+        )
+    }
 }
 
 /// Opens the simulator when `demo` names a scenario, NVML otherwise.

@@ -41,7 +41,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     (
         "bad_listen",
         &[
-            "{F}:2:10: [serve] listen = \"localhost:9400\": not an address and port; use e.g. \"127.0.0.1:9400\", \"0.0.0.0:9400\" or \"[::1]:9400\"",
+            "{F}:2:10: [serve] listen = \"localhost:9400\": `localhost` is not an IP address (host names are not looked up); use e.g. \"127.0.0.1:9400\", \"0.0.0.0:9400\" or \"[::1]:9400\"",
         ],
     ),
     (
@@ -126,7 +126,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ),
     (
         "unknown_key",
-        &["{F}:4:1: [display] width: unknown key; valid keys: theme, color, columns, mouse"],
+        &["{F}:4:1: [display] width: unknown key; valid keys: theme, color, columns, mouse, ascii"],
     ),
     (
         "unknown_section",
@@ -307,6 +307,7 @@ fn the_full_fixture_sets_every_key() {
     );
     assert_eq!(d.columns[5], Column::Trend);
     assert!(d.mouse);
+    assert!(d.ascii);
     let key = |s| parse_key(s).expect("a key");
     assert_eq!(c.keys.keys(Action::Quit), [key("x")]);
     assert_eq!(c.keys.keys(Action::Help), [key("?"), key("q")]);
@@ -474,4 +475,64 @@ fn unreadable_files_are_named() {
         .stderr(predicate::str::starts_with(format!(
             "vramwatch: error: {dir}: cannot read the config file: "
         )));
+}
+
+/// `--interval` and `[sampling] interval`, `--listen`/`--serve` and
+/// `[serve] listen`: one check each, so the same values pass and fail.
+#[test]
+fn the_command_line_and_the_file_share_their_limits() {
+    let home = tempdir();
+    let file = home.path().join("c.toml");
+    let check = |toml: String| {
+        std::fs::write(&file, toml).unwrap();
+        let out = vramwatch(home.path())
+            .args(["config", "check"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        out.status.code()
+    };
+    for (interval, ok) in [
+        ("100ms", true),
+        ("1m", true),
+        ("99ms", false),
+        ("61s", false),
+        ("99999h", false),
+        ("2years", false),
+        ("soon", false),
+    ] {
+        let in_file = check(format!("[sampling]\ninterval = \"{interval}\"\n"));
+        assert_eq!(in_file, Some(if ok { 0 } else { 2 }), "file: {interval}");
+        let on_line = vramwatch(home.path())
+            .args([
+                "serve",
+                "--demo",
+                "--interval",
+                interval,
+                "--listen",
+                "nonsense",
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&on_line.stderr);
+        assert_eq!(on_line.status.code(), Some(2));
+        // A bad interval is named before the (also bad) address.
+        assert_eq!(err.contains("--interval"), !ok, "cli: {interval}: {err}");
+    }
+    for (listen, ok) in [
+        ("127.0.0.1:9400", true),
+        ("[::1]:0", true),
+        ("0.0.0.0:1", true),
+        ("localhost:9999", false),
+        ("localhost", false),
+        ("127.0.0.1", false),
+        ("127.0.0.1:99999", false),
+        ("", false),
+    ] {
+        let in_file = check(format!("[serve]\nlisten = \"{listen}\"\n"));
+        assert_eq!(in_file, Some(if ok { 0 } else { 2 }), "file: {listen}");
+        let parsed = vramwatch::cli::parse_listen(listen);
+        assert_eq!(parsed.is_ok(), ok, "cli: {listen}: {parsed:?}");
+        assert_eq!(config::parse_listen(listen).is_ok(), ok, "{listen}");
+    }
 }

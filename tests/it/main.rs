@@ -17,6 +17,7 @@ mod analysis_sim;
 mod cli;
 mod config_cli;
 mod corpus;
+mod fleet;
 mod gpu_compare;
 mod h200_recordings;
 mod prometheus;

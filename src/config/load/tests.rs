@@ -333,7 +333,7 @@ fn unknown_keys_suggest_the_closest() {
     );
     assert_eq!(
         error("[display]\nzzz = 1\n"),
-        "c.toml:2:1: [display] zzz: unknown key; valid keys: theme, color, columns, mouse"
+        "c.toml:2:1: [display] zzz: unknown key; valid keys: theme, color, columns, mouse, ascii"
     );
     assert_eq!(
         error("[display]\ninterval = \"1s\"\n"),

@@ -1,0 +1,69 @@
+//! Exit status: what an error means for the shell (see [`super::EXIT_STATUS`]
+//! and docs/cli.md).
+
+/// A usage error found after parsing (exit status 2): the command line, the
+/// config or the environment it names is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+/// A runtime failure (exit status 1) that carries no error of a known kind.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Failure(pub String);
+
+/// The exit status for an error (see [`EXIT_STATUS`]): 0 for a closed pipe,
+/// 2 for a usage or config error, 1 for a runtime failure.
+///
+/// The first error of a known kind in the chain decides; a plain message
+/// (`bail!`) is a refusal to go on with what was asked, so it is a usage
+/// error unless marked [`Failure`].
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    use std::io::ErrorKind;
+    let pipe = ErrorKind::BrokenPipe;
+    if e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == pipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(pipe))
+    }) {
+        return 0;
+    }
+    for c in e.chain() {
+        let usage = if c.is::<Usage>() {
+            Some(true)
+        } else if c.is::<Failure>() {
+            Some(false)
+        } else if c.is::<crate::config::ConfigError>() {
+            Some(true)
+        } else if let Some(s) = c.downcast_ref::<crate::source::SourceError>() {
+            Some(s.is_usage())
+        } else if let Some(s) = c.downcast_ref::<crate::export::ServeError>() {
+            use crate::export::ServeError as S;
+            Some(matches!(s, S::BadAddress { .. } | S::Bind { .. }))
+        } else if let Some(r) = c.downcast_ref::<crate::record::RecordError>() {
+            use crate::record::RecordError as R;
+            Some(match r {
+                R::Exists { .. } | R::NotARecording { .. } | R::Version { .. } => true,
+                R::Io { error, .. } => error.kind() == ErrorKind::NotFound,
+                _ => false,
+            })
+        } else if let Some(p) = c.downcast_ref::<crate::fleet::client::PromError>() {
+            // A bad URL or credentials are the user's to fix; Prometheus
+            // unreachable or failing is a runtime failure.
+            Some(matches!(p, crate::fleet::client::PromError::Config(_)))
+        } else if let Some(t) = c.downcast_ref::<crate::tui::TuiError>() {
+            Some(matches!(t, crate::tui::TuiError::NotATerminal(_)))
+        } else if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            Some(io.kind() == ErrorKind::NotFound)
+        } else if c.is::<serde_json::Error>() {
+            Some(false)
+        } else {
+            None
+        };
+        if let Some(usage) = usage {
+            return if usage { 2 } else { 1 };
+        }
+    }
+    2
+}
