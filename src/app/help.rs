@@ -11,8 +11,24 @@ pub(crate) fn key_lines(keys: &KeyMap) -> Vec<(String, &'static str)> {
         .collect()
 }
 
+/// Keys and gestures outside the key map (a key here does nothing when
+/// `[keys]` binds it to an action).
+pub(crate) const FIXED: [(&str, &str); 5] = [
+    ("Shift-← →", "scroll the command column (← → step in time)"),
+    ("u", "one user's processes; again: the next user, then all"),
+    (
+        "/ gpu:1",
+        "in the filter: only GPU 1 (also gpu:0,2 and user:NAME)",
+    ),
+    (
+        "click",
+        "select a process or event; a header sorts, a GPU filters",
+    ),
+    ("wheel", "scroll the table or the events pane"),
+];
+
 /// Symbols and what they mean.
-pub(crate) const LEGEND: [(&str, &str); 9] = [
+pub(crate) const LEGEND: [(&str, &str); 10] = [
     ("█ ▒ ░", "memory used, reserved by the driver, free"),
     ("┃", "highest memory seen since start (fast lane included)"),
     (
@@ -23,6 +39,7 @@ pub(crate) const LEGEND: [(&str, &str); 9] = [
         "▲12M/s ▼ ─",
         "growing, shrinking, flat; LEAK = growth sustained",
     ),
+    ("warming up", "too few samples for a trend yet (about 10 s)"),
     ("dim", "another user's process; italic = exited"),
     ("unaccounted", "device memory no listed process holds"),
     (
@@ -35,5 +52,5 @@ pub(crate) const LEGEND: [(&str, &str); 9] = [
 
 /// Lines of help text (for scrolling).
 pub(crate) fn line_count(keys: &KeyMap) -> usize {
-    key_lines(keys).len() + 1 + LEGEND.len()
+    key_lines(keys).len() + FIXED.len() + 1 + LEGEND.len()
 }

@@ -48,6 +48,13 @@ impl Eta {
         }
     }
 
+    /// "~2m10s": the estimate alone, rounded as [`Eta::describe`] rounds
+    /// it, so the short and long forms never disagree.
+    pub fn describe_short(&self) -> String {
+        let full = self.describe();
+        full.split(' ').next().unwrap_or(&full).to_owned()
+    }
+
     /// Sure to be full within `secs`: even the latest end is sooner.
     pub fn surely_within(&self, secs: f64) -> bool {
         self.high_s.is_some_and(|h| h < secs)

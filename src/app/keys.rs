@@ -1,11 +1,16 @@
 //! Keys and the mouse: what each intent does on each screen.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, MouseButton, MouseEvent, MouseEventKind};
+use crossterm::event::{
+    KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEvent, MouseEventKind,
+};
 
-use super::rows::Row;
+use super::rows::Filter;
 use super::view::{Dialog, Pane, Screen, Signal};
-use super::{Action, App, Detail};
+use super::{Action, App, Detail, layout};
 use crate::config::keys::Action as Intent;
+
+/// Characters Shift-←/→ scroll the command column by.
+const HSCROLL_STEP: i32 = 8;
 
 impl App {
     pub(super) fn on_key(&mut self, k: KeyEvent) -> Option<Action> {
@@ -19,11 +24,65 @@ impl App {
             self.on_filter_key(k);
             return None;
         }
-        let intent = self.settings.config.keys.action(&k)?;
-        if self.nav.screen() == Screen::Help {
+        let screen = self.nav.screen();
+        // Shift-←/→ scroll the command column (plain ←/→ step in time).
+        if k.modifiers.contains(KeyModifiers::SHIFT)
+            && matches!(k.code, KeyCode::Left | KeyCode::Right)
+            && screen == Screen::Overview
+        {
+            let d = if k.code == KeyCode::Left { -1 } else { 1 };
+            self.scroll_command(d * HSCROLL_STEP);
+            return None;
+        }
+        let Some(intent) = self.settings.config.keys.action(&k) else {
+            // Fixed keys, where the key map leaves them free.
+            if screen == Screen::Overview {
+                match k.code {
+                    KeyCode::Char('u') => self.cycle_user(),
+                    KeyCode::Char('t') => self.say(
+                        "tree view: vramwatch does not sample parent PIDs yet, so there is no tree to show"
+                            .into(),
+                        false,
+                    ),
+                    _ => {}
+                }
+            }
+            return None;
+        };
+        if screen == Screen::Help {
             return self.on_help_intent(intent);
         }
         self.on_intent(intent)
+    }
+
+    /// `u`: the next user's processes only (users A to Z), then everyone's.
+    fn cycle_user(&mut self) {
+        let Some(slot) = self.slot() else {
+            return;
+        };
+        let mut users: Vec<String> = self
+            .history
+            .processes_at(slot)
+            .into_iter()
+            .filter_map(|(s, _)| s.facts.user.as_deref().map(str::to_owned))
+            .collect();
+        users.sort();
+        users.dedup();
+        let next = match Filter::parse(&self.table.filter).users.first() {
+            None => users.first().cloned(),
+            Some(cur) => users
+                .iter()
+                .position(|u| u.to_lowercase() == *cur)
+                .and_then(|i| users.get(i + 1))
+                .cloned(),
+        };
+        self.set_filter_term("user", next.as_deref());
+        self.nav.focus = Pane::Procs;
+        let text = match &next {
+            Some(u) => format!("{u}'s processes (u: next user)"),
+            None => "every user's processes".into(),
+        };
+        self.say(text, true);
     }
 
     fn on_help_intent(&mut self, intent: Intent) -> Option<Action> {
@@ -75,6 +134,17 @@ impl App {
             Intent::Help => self.nav.push(Screen::Help),
             Intent::Up => self.on_arrow(-1),
             Intent::Down => self.on_arrow(1),
+            Intent::PageUp | Intent::PageDown | Intent::First | Intent::Last
+                if self.events_focused() =>
+            {
+                let h = self.events_height().max(1) as isize;
+                self.move_event(match intent {
+                    Intent::PageUp => -h,
+                    Intent::PageDown => h,
+                    Intent::First => isize::MIN / 2,
+                    _ => isize::MAX / 2,
+                });
+            }
             Intent::PageUp => self.move_selection(-page),
             Intent::PageDown => self.move_selection(page),
             Intent::First => self.move_selection(isize::MIN / 2),
@@ -121,14 +191,23 @@ impl App {
             Intent::Kill => self.ask_signal(Signal::Kill),
             Intent::NextPane => {
                 if self.nav.screen() == Screen::Overview {
+                    // Processes, GPUs, then the events when open.
                     self.nav.focus = match self.nav.focus {
-                        Pane::Gpus => Pane::Procs,
                         Pane::Procs => Pane::Gpus,
+                        Pane::Gpus if self.nav.show_events => Pane::Events,
+                        Pane::Gpus | Pane::Events => Pane::Procs,
                     };
                 }
             }
             Intent::Events => {
+                // Opening the pane gives it the arrows; closing gives them back.
                 self.nav.show_events = !self.nav.show_events;
+                if self.nav.show_events {
+                    self.nav.focus = Pane::Events;
+                    self.keep_event_visible();
+                } else if self.nav.focus == Pane::Events {
+                    self.nav.focus = Pane::Procs;
+                }
                 self.keep_selection_visible();
             }
             Intent::Suspend => return Some(Action::Suspend),
@@ -136,10 +215,18 @@ impl App {
         None
     }
 
-    /// Up/Down: the table's selection, or the GPU in the GPU pane and view.
+    fn events_focused(&self) -> bool {
+        self.nav.screen() == Screen::Overview
+            && self.nav.focus == Pane::Events
+            && self.nav.show_events
+    }
+
+    /// Up/Down: the table's selection, the events', or the GPU in the GPU
+    /// pane and view.
     fn on_arrow(&mut self, d: isize) {
         match (self.nav.screen(), self.nav.focus) {
             (Screen::Overview, Pane::Procs) => self.move_selection(d),
+            (Screen::Overview, Pane::Events) => self.move_event(d),
             (Screen::Overview, Pane::Gpus) | (Screen::Gpu(_), _) => {
                 let n = self.settings.system.gpus.len().max(1) as isize;
                 let g = (self.nav.selected_gpu as isize + d).clamp(0, n - 1) as usize;
@@ -162,6 +249,10 @@ impl App {
             }
             (Screen::Overview, Pane::Gpus) => {
                 self.nav.push(Screen::Gpu(self.nav.selected_gpu));
+                None
+            }
+            (Screen::Overview, Pane::Events) => {
+                self.open_event();
                 None
             }
             _ => None,
@@ -189,31 +280,62 @@ impl App {
         }
     }
 
+    /// The wheel scrolls the pane under it; a click selects a process or
+    /// an event, sorts by a column header (again: inverts), or shows only
+    /// a GPU's processes (again: all).
     pub(super) fn on_mouse(&mut self, m: MouseEvent) -> Option<Action> {
         if !self.settings.config.display.mouse || self.nav.screen() != Screen::Overview {
             return None;
         }
+        let gpus = self.settings.system.gpus.len();
+        let o = layout::overview(self.nav.size, gpus, self.nav.show_events, self.replaying());
+        let inside = |r: ratatui::layout::Rect| {
+            m.row >= r.y && m.row < r.bottom() && m.column >= r.x && m.column < r.right()
+        };
+        let over_events = o.events.is_some_and(inside);
         match m.kind {
+            MouseEventKind::ScrollDown if over_events => self.scroll_events(3),
+            MouseEventKind::ScrollUp if over_events => self.scroll_events(-3),
             MouseEventKind::ScrollDown => self.move_selection(3),
             MouseEventKind::ScrollUp => self.move_selection(-3),
             MouseEventKind::Down(MouseButton::Left) => {
-                let area = super::layout::table_body(
-                    self.nav.size,
-                    self.settings.system.gpus.len(),
-                    self.nav.show_events,
-                    self.replaying(),
-                );
-                if m.row >= area.y && m.row < area.y + area.height {
-                    let i = self.table.offset + (m.row - area.y) as usize;
-                    if let Some(id) = self.rows().get(i).map(Row::id) {
-                        self.table.selected = Some(id);
+                let body =
+                    layout::table_body(self.nav.size, gpus, self.nav.show_events, self.replaying());
+                if inside(o.cards) {
+                    if let Some(g) = layout::gpu_at(&o, gpus, self.nav.selected_gpu, m.row) {
+                        self.click_gpu(g);
+                    }
+                } else if m.row == o.table.y && inside(o.table) {
+                    let cols = &self.settings.config.display.columns;
+                    if let Some(c) = layout::column_at(cols, o.table.width, m.column) {
+                        self.sort_by(c);
                         self.nav.focus = Pane::Procs;
                     }
+                } else if inside(body) {
+                    self.select_row(self.table.offset + (m.row - body.y) as usize);
+                } else if let Some(e) = o.events.filter(|e| inside(*e) && m.row > e.y) {
+                    self.select_event_line((m.row - e.y - 1) as usize);
                 }
             }
             _ => {}
         }
         None
+    }
+
+    /// A click on a GPU: only its processes, or everyone's again.
+    fn click_gpu(&mut self, g: usize) {
+        self.nav.selected_gpu = g;
+        let only_this = Filter::parse(&self.table.filter).gpus == [g as u32];
+        if only_this {
+            self.set_filter_term("gpu", None);
+            self.say("processes on every GPU".into(), true);
+        } else {
+            self.set_filter_term("gpu", Some(&g.to_string()));
+            self.say(
+                format!("processes on GPU {g} (click it again for all)"),
+                true,
+            );
+        }
     }
 
     /// Opens the confirm dialog for `signal` to the process shown or selected.

@@ -11,20 +11,43 @@ pub const MIN_HEIGHT: u16 = 12;
 
 /// Lines of a full GPU card, borders included.
 pub const CARD_HEIGHT: u16 = 6;
+/// Lines of a two-line GPU card.
+pub const TWO_LINE_HEIGHT: u16 = 2;
+/// Process rows the overview keeps before the GPU cards get more room.
+pub const MIN_TABLE_ROWS: u16 = 8;
+/// Lines the events pane gets at least, its rule included.
+const EVENTS_MIN: u16 = 5;
+/// From this width a full card has its GPU's top processes beside it.
+pub const SIDE_MIN_WIDTH: u16 = 160;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CardStyle {
     /// A bordered card of four lines per GPU.
     Full,
-    /// One line per GPU.
+    /// Two labelled lines per GPU.
+    TwoLine,
+    /// One line per GPU, when even two do not fit.
     Compact,
 }
 
-/// Full cards while they take at most 40 % of the height.
-pub fn card_style(size: (u16, u16), gpus: usize) -> CardStyle {
+fn timeline_height(replay: bool) -> u16 {
+    if replay { 2 } else { 0 }
+}
+
+/// The terminal filled by priority: full cards whenever they leave the
+/// table [`MIN_TABLE_ROWS`] rows (and the events pane its lines), else two
+/// labelled lines per GPU, else one.
+pub fn card_style(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) -> CardStyle {
     let (_, h) = size;
-    if gpus as u32 * CARD_HEIGHT as u32 * 5 <= h as u32 * 2 {
+    let body = h.saturating_sub(2 + timeline_height(replay)) as u32;
+    // The table's header row, its rows and the detail line.
+    let table = (MIN_TABLE_ROWS + 2) as u32;
+    let events = if show_events { EVENTS_MIN as u32 } else { 0 };
+    let n = gpus as u32;
+    if n * CARD_HEIGHT as u32 + table + events <= body {
         CardStyle::Full
+    } else if n * TWO_LINE_HEIGHT as u32 + 1 + table + events <= body {
+        CardStyle::TwoLine
     } else {
         CardStyle::Compact
     }
@@ -34,9 +57,13 @@ pub fn card_style(size: (u16, u16), gpus: usize) -> CardStyle {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overview {
     pub header: Rect,
+    pub style: CardStyle,
     pub cards: Rect,
     /// The process table, its header row included.
     pub table: Rect,
+    /// The selected process's whole command, under the table.
+    pub detail: Option<Rect>,
+    /// The events pane, its rule included.
     pub events: Option<Rect>,
     /// The replay timeline.
     pub timeline: Option<Rect>,
@@ -48,11 +75,14 @@ pub fn overview(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) 
     let (w, h) = size;
     let header = Rect::new(0, 0, w, 1.min(h));
     let footer = Rect::new(0, h.saturating_sub(1), w, 1.min(h));
-    let timeline_h = if replay { 2 } else { 0 };
-    let card_lines = match card_style(size, gpus) {
-        CardStyle::Full => gpus as u16 * CARD_HEIGHT,
-        // Compact lines plus a rule under them.
-        CardStyle::Compact => (gpus as u16).min(h / 3) + 1,
+    let timeline_h = timeline_height(replay);
+    let style = card_style(size, gpus, show_events, replay);
+    let n = gpus.min(u16::MAX as usize / CARD_HEIGHT as usize) as u16;
+    let card_lines = match style {
+        CardStyle::Full => n * CARD_HEIGHT,
+        // Lines plus a rule under them.
+        CardStyle::TwoLine => n * TWO_LINE_HEIGHT + 1,
+        CardStyle::Compact => n.min(h / 3) + 1,
     };
     let mut y = 1;
     let cards = Rect::new(0, y, w, card_lines.min(h.saturating_sub(3)));
@@ -60,21 +90,65 @@ pub fn overview(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) 
     let bottom = h.saturating_sub(1 + timeline_h);
     let rest = bottom.saturating_sub(y);
     let events_h = if show_events {
-        (rest / 3).max(3).min(rest)
+        (rest / 3).max(EVENTS_MIN.min(rest / 2)).min(rest)
     } else {
         0
     };
-    let table = Rect::new(0, y, w, rest.saturating_sub(events_h));
-    let events = show_events.then(|| Rect::new(0, y + table.height, w, events_h));
+    let table_h = rest.saturating_sub(events_h);
+    // The detail line, where the table keeps a header and two rows.
+    let detail_h = u16::from(table_h >= 4);
+    let table = Rect::new(0, y, w, table_h - detail_h);
+    let detail = (detail_h > 0).then(|| Rect::new(0, y + table.height, w, 1));
+    let events = show_events.then(|| Rect::new(0, y + table_h, w, events_h));
     let timeline = replay.then(|| Rect::new(0, bottom, w, timeline_h));
     Overview {
         header,
+        style,
         cards,
         table,
+        detail,
         events,
         timeline,
         footer,
     }
+}
+
+/// Where each GPU shown goes: (index, area). Full cards stack; lines
+/// scroll so the selected GPU is in view, above the rule.
+pub fn gpu_slots(o: &Overview, gpus: usize, selected: usize) -> Vec<(usize, Rect)> {
+    let c = o.cards;
+    let per = match o.style {
+        CardStyle::Full => CARD_HEIGHT,
+        CardStyle::TwoLine => TWO_LINE_HEIGHT,
+        CardStyle::Compact => 1,
+    };
+    let room = match o.style {
+        CardStyle::Full => c.height,
+        _ => c.height.saturating_sub(1),
+    };
+    let fit = (room / per) as usize;
+    let first = selected
+        .min(gpus.saturating_sub(1))
+        .saturating_sub(fit.saturating_sub(1));
+    (first..gpus)
+        .take(fit)
+        .enumerate()
+        .map(|(row, i)| (i, Rect::new(c.x, c.y + row as u16 * per, c.width, per)))
+        .collect()
+}
+
+/// The GPU at screen row `y`, if a GPU is drawn there.
+pub fn gpu_at(o: &Overview, gpus: usize, selected: usize, y: u16) -> Option<usize> {
+    gpu_slots(o, gpus, selected)
+        .into_iter()
+        .find(|(_, r)| y >= r.y && y < r.bottom())
+        .map(|(i, _)| i)
+}
+
+/// Width of the panel of top processes beside a full card, when the
+/// terminal is wide enough for one.
+pub fn side_width(width: u16) -> Option<u16> {
+    (width >= SIDE_MIN_WIDTH).then(|| (width * 2 / 5).clamp(50, 100))
 }
 
 /// The rows of the table body (below its header row).
@@ -86,6 +160,22 @@ pub fn table_body(size: (u16, u16), gpus: usize, show_events: bool, replay: bool
 /// How many process rows fit.
 pub fn table_rows(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) -> usize {
     table_body(size, gpus, show_events, replay).height as usize
+}
+
+/// The events pane's lines (below its rule).
+pub fn events_body(size: (u16, u16), gpus: usize, replay: bool) -> Option<Rect> {
+    let e = overview(size, gpus, true, replay).events?;
+    Some(Rect::new(e.x, e.y + 1, e.width, e.height.saturating_sub(1)))
+}
+
+/// The column whose header is at `x` in a table `width` wide.
+pub fn column_at(configured: &[Column], width: u16, x: u16) -> Option<Column> {
+    let cols = fit_columns(configured, width);
+    let spans = column_spans(&cols, width);
+    cols.into_iter()
+        .zip(spans)
+        .find(|(_, (cx, w))| x >= *cx && x <= cx + w)
+        .map(|(c, _)| c)
 }
 
 /// A centred box of at most `w`×`h` inside `area`.
@@ -105,11 +195,12 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
 /// (fixed width, drop priority: higher goes first when narrow).
 fn spec(c: Column) -> (u16, u8) {
     match c {
-        Column::Gpu => (3, 1),
+        // Room for the sort arrow after the title.
+        Column::Gpu => (4, 1),
         Column::Pid => (7, 0),
         Column::User => (9, 3),
         Column::Container => (12, 7),
-        Column::Kind => (4, 8),
+        Column::Kind => (5, 8),
         Column::Memory => (8, 0),
         Column::MemoryPct => (5, 5),
         Column::Trend => (12, 2),
@@ -191,11 +282,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn few_gpus_get_full_cards_many_get_lines() {
-        assert_eq!(card_style((120, 40), 1), CardStyle::Full);
-        assert_eq!(card_style((200, 60), 4), CardStyle::Full);
-        assert_eq!(card_style((80, 24), 4), CardStyle::Compact);
-        assert_eq!(card_style((200, 60), 8), CardStyle::Compact);
+    fn cards_fill_the_terminal_by_priority() {
+        let style = |size, gpus, ev| card_style(size, gpus, ev, false);
+        // Full cards wherever the table keeps its rows.
+        assert_eq!(style((120, 40), 1, false), CardStyle::Full);
+        assert_eq!(style((120, 40), 4, false), CardStyle::Full);
+        assert_eq!(style((200, 60), 4, true), CardStyle::Full);
+        assert_eq!(style((200, 60), 8, false), CardStyle::Full);
+        // Two labelled lines next.
+        assert_eq!(style((80, 24), 4, false), CardStyle::TwoLine);
+        assert_eq!(style((120, 40), 8, false), CardStyle::TwoLine);
+        assert_eq!(style((120, 40), 4, true), CardStyle::TwoLine);
+        // One line only when space is short.
+        assert_eq!(style((80, 24), 8, false), CardStyle::Compact);
+        assert_eq!(style((120, 40), 16, false), CardStyle::Compact);
+        for (size, gpus) in [
+            ((80, 24), 4),
+            ((120, 40), 4),
+            ((120, 40), 8),
+            ((200, 60), 8),
+        ] {
+            let o = overview(size, gpus, false, false);
+            assert!(
+                o.table.height > MIN_TABLE_ROWS,
+                "{size:?} {gpus}: the table keeps its rows: {o:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn gpus_are_found_where_they_are_drawn() {
+        let o = overview((120, 40), 4, false, false);
+        assert_eq!(gpu_at(&o, 4, 0, 1), Some(0));
+        assert_eq!(gpu_at(&o, 4, 0, 1 + CARD_HEIGHT), Some(1));
+        assert_eq!(gpu_at(&o, 4, 0, 1 + 4 * CARD_HEIGHT), None);
+        // Lines scroll to keep the selected GPU in view.
+        let o = overview((80, 24), 16, false, false);
+        let slots = gpu_slots(&o, 16, 15);
+        assert_eq!(slots.last().map(|s| s.0), Some(15));
+        assert!(slots.iter().all(|(_, r)| r.bottom() < o.cards.bottom()));
+    }
+
+    #[test]
+    fn headers_are_found_by_column() {
+        let cols = [Column::Gpu, Column::Pid, Column::Command];
+        assert_eq!(column_at(&cols, 40, 0), Some(Column::Gpu));
+        assert_eq!(column_at(&cols, 40, 8), Some(Column::Pid));
+        assert_eq!(column_at(&cols, 40, 30), Some(Column::Command));
     }
 
     #[test]
@@ -208,6 +341,7 @@ mod tests {
         ] {
             let o = overview(size, gpus, ev, replay);
             let mut used = o.header.height + o.cards.height + o.table.height + o.footer.height;
+            used += o.detail.map_or(0, |r| r.height);
             used += o.events.map_or(0, |r| r.height) + o.timeline.map_or(0, |r| r.height);
             assert_eq!(used, size.1, "{size:?} {gpus} {ev} {replay}: {o:?}");
             assert!(o.table.height >= 2, "{size:?}: table too small {o:?}");
@@ -239,7 +373,7 @@ mod tests {
     #[test]
     fn columns_are_laid_out_left_to_right_with_the_command_last() {
         let cols = [Column::Gpu, Column::Pid, Column::Command];
-        assert_eq!(column_spans(&cols, 40), vec![(0, 3), (4, 7), (12, 28)]);
+        assert_eq!(column_spans(&cols, 40), vec![(0, 4), (5, 7), (13, 27)]);
         // Too narrow: nothing runs past the edge.
         for (x, w) in column_spans(&Column::ALL, 30) {
             assert!(x + w <= 30);

@@ -9,7 +9,9 @@
 //! analysis shown ([`insight`]).
 
 pub(crate) mod action;
+pub mod cmdline;
 pub(crate) mod event;
+pub mod events;
 pub mod fixture;
 pub(crate) mod help;
 pub(crate) mod insight;
@@ -37,7 +39,7 @@ pub use insight::{Eta, GpuInsight, ProcInsight};
 pub use playback::{Mode, Playback, Replay, Timeline};
 use rows::Row;
 pub use settings::{Clock, Settings};
-pub use view::{Dialog, Nav, Pane, Screen, Signal, Sort, TableState};
+pub use view::{Dialog, EventsState, Nav, Pane, Screen, Signal, Sort, TableState};
 
 /// How many events the events pane keeps.
 const EVENTS_KEPT: usize = 500;
@@ -81,6 +83,8 @@ pub struct App {
     replay: Option<Replay>,
     insight: Insight,
     events: VecDeque<ModelEvent>,
+    /// The events pane's selection and scroll.
+    events_view: EventsState,
     message: Option<Message>,
     recording: Option<RecordingState>,
     detail: Detail,
@@ -92,6 +96,13 @@ impl App {
     /// A live dashboard, fed by the pipeline ([`Event::Snapshot`]).
     pub fn live(settings: Settings) -> App {
         App::with(settings, Mode::Live, Insight::Live(None))
+    }
+
+    /// The same App with times shown by `clock` (tests and captures of a
+    /// replay opened elsewhere use UTC). Only when building it.
+    pub fn with_clock(mut self, clock: Clock) -> App {
+        self.settings.clock = clock;
+        self
     }
 
     fn with(settings: Settings, mode: Mode, insight: Insight) -> App {
@@ -111,6 +122,7 @@ impl App {
             replay: None,
             insight,
             events: VecDeque::new(),
+            events_view: EventsState::default(),
             message: None,
             recording: None,
             detail: Detail::default(),
@@ -167,6 +179,9 @@ impl App {
     }
     pub fn events(&self) -> &VecDeque<ModelEvent> {
         &self.events
+    }
+    pub fn events_view(&self) -> &EventsState {
+        &self.events_view
     }
     pub fn message(&self) -> Option<&Message> {
         self.message.as_ref()
@@ -284,6 +299,34 @@ impl App {
         )
     }
 
+    /// The processes on GPU `gpu` as shown (the GPU view's list), biggest
+    /// first, whatever the table's filter.
+    pub fn gpu_rows(&self, gpu: usize) -> Vec<Row<'_>> {
+        let Some(slot) = self.slot() else {
+            return Vec::new();
+        };
+        rows::rows_at(
+            &self.history,
+            slot,
+            &format!("gpu:{gpu}"),
+            Sort::default(),
+            &|s| self.rate_of(s),
+        )
+    }
+
+    /// The commands of every process listed at the slot on screen (what a
+    /// GPU's commands are told apart from).
+    pub fn all_commands(&self) -> Vec<&str> {
+        let Some(slot) = self.slot() else {
+            return Vec::new();
+        };
+        self.history
+            .processes_at(slot)
+            .into_iter()
+            .map(|(s, _)| s.facts.label())
+            .collect()
+    }
+
     /// Index of the selected row in `rows`.
     pub fn selected_index(&self, rows: &[Row]) -> Option<usize> {
         let id = self.table.selected?;
@@ -376,12 +419,15 @@ impl App {
         }
         self.history.push(&a.snapshot);
         self.now_ms = self.now_ms.max(a.snapshot.t_ms);
+        let mut added = 0;
         for e in a.events() {
             if self.events.len() >= EVENTS_KEPT {
                 self.events.pop_front();
             }
             self.events.push_back(e);
+            added += 1;
         }
+        self.events_arrived(added);
         let ring = self.settings.config.alerts.bell && a.alerts.iter().any(|x| x.kind.rings());
         self.insight = Insight::Live(Some(a));
         if let Some(c) = self.cursor {
@@ -403,3 +449,5 @@ impl App {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_nav;

@@ -214,7 +214,8 @@ impl App {
         self.fix_selection();
     }
 
-    /// Jumps to the nearest event before or after the time shown.
+    /// Jumps to the nearest event before or after the time shown, selects
+    /// it in the events pane and says which it is.
     pub(super) fn jump_to_event(&mut self, forward: bool) -> bool {
         let cur = self.shown_ms();
         let times = self.events.iter().map(|e| e.t_ms);
@@ -224,20 +225,11 @@ impl App {
             times.filter(|&t| t < cur).max()
         };
         let Some(t) = t else { return false };
-        if let Some(r) = &self.replay {
-            let target = r.timeline.position_at(t);
-            self.seek(target);
-            self.stop_playing();
-            return true;
+        if !self.go_to_time(t) {
+            return false;
         }
-        match self.history.slot_at_time(t) {
-            Some(s) => {
-                self.cursor = Some(s);
-                self.fix_selection();
-                true
-            }
-            None => false,
-        }
+        self.landed_on(t);
+        true
     }
 
     /// Space: play/pause a replay (from the start again at its end), or

@@ -46,13 +46,80 @@ impl Row<'_> {
     }
 }
 
-/// Case-insensitive substring over command, name, user, container and PID.
-pub fn matches(s: &ProcSeries, filter: &str) -> bool {
-    if filter.is_empty() {
+/// The filter line, read: `gpu:N` (or `gpu:0,2`) and `user:NAME` terms
+/// narrow to GPUs and users; the rest is a case-insensitive substring of
+/// the command, name, user, container or PID.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    pub gpus: Vec<u32>,
+    /// Lower case.
+    pub users: Vec<String>,
+    /// Lower case; empty matches everything.
+    pub text: String,
+}
+
+impl Filter {
+    pub fn parse(s: &str) -> Filter {
+        let mut f = Filter::default();
+        let mut rest: Vec<String> = Vec::new();
+        for w in s.split_whitespace() {
+            let lower = w.to_lowercase();
+            if let Some(v) = lower.strip_prefix("gpu:") {
+                let ids: Vec<u32> = v.split(',').filter_map(|x| x.parse().ok()).collect();
+                if !ids.is_empty() {
+                    f.gpus.extend(ids);
+                    continue;
+                }
+            } else if let Some(v) = lower.strip_prefix("user:")
+                && !v.is_empty()
+            {
+                f.users.push(v.to_owned());
+                continue;
+            }
+            rest.push(lower);
+        }
+        f.text = rest.join(" ");
+        f
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.gpus.is_empty() && self.users.is_empty() && self.text.is_empty()
+    }
+}
+
+/// `filter` with its `key:` terms replaced by `key:value` (none when
+/// `value` is `None`); the other terms kept in order.
+pub fn with_term(filter: &str, key: &str, value: Option<&str>) -> String {
+    let prefix = format!("{key}:");
+    let mut terms: Vec<String> = filter
+        .split_whitespace()
+        .filter(|w| !w.to_lowercase().starts_with(&prefix))
+        .map(str::to_owned)
+        .collect();
+    if let Some(v) = value {
+        terms.insert(0, format!("{prefix}{v}"));
+    }
+    terms.join(" ")
+}
+
+/// Whether a process passes the filter.
+pub fn matches(s: &ProcSeries, filter: &Filter) -> bool {
+    let f = &s.facts;
+    if !filter.gpus.is_empty() && !filter.gpus.contains(&s.id.gpu) {
+        return false;
+    }
+    if !filter.users.is_empty()
+        && !f
+            .user
+            .as_deref()
+            .is_some_and(|u| filter.users.iter().any(|x| *x == u.to_lowercase()))
+    {
+        return false;
+    }
+    let needle = &filter.text;
+    if needle.is_empty() {
         return true;
     }
-    let needle = filter.to_lowercase();
-    let f = &s.facts;
     let texts = [
         f.command.as_deref(),
         f.name.as_deref(),
@@ -62,9 +129,10 @@ pub fn matches(s: &ProcSeries, filter: &str) -> bool {
     texts
         .into_iter()
         .flatten()
-        .any(|t| t.to_lowercase().contains(&needle))
-        || s.id.key.pid.to_string().contains(&needle)
-        || f.ns_pid.is_some_and(|p| p.to_string().contains(&needle))
+        .any(|t| t.to_lowercase().contains(needle.as_str()))
+        || s.id.key.pid.to_string().contains(needle.as_str())
+        || f.ns_pid
+            .is_some_and(|p| p.to_string().contains(needle.as_str()))
 }
 
 /// Rows listed at `slot`, filtered and sorted. `rate` gives a process's
@@ -76,13 +144,14 @@ pub fn rows_at<'a>(
     sort: Sort,
     rate: &dyn Fn(&ProcSeries) -> Option<f64>,
 ) -> Vec<Row<'a>> {
+    let filter = Filter::parse(filter);
     let totals: Vec<Option<u64>> = (0..history.gpu_count())
         .map(|i| history.gpu_at(i, slot).and_then(|g| g.mem.map(|m| m.total)))
         .collect();
     let mut rows: Vec<Row<'a>> = history
         .processes_at(slot)
         .into_iter()
-        .filter(|(s, _)| matches(s, filter))
+        .filter(|(s, _)| matches(s, &filter))
         .map(|(s, exited)| {
             let point = if exited { None } else { s.at(slot) };
             let last = point.or_else(|| s.at(s.last_slot));
@@ -238,6 +307,22 @@ mod tests {
         assert_eq!(f("vllm"), vec![11]);
         assert_eq!(f("12"), vec![12]);
         assert!(f("nothing-like-this").is_empty());
+        // GPU and user terms, with text or alone.
+        assert_eq!(f("gpu:0"), vec![11, 12, 10, 13]);
+        assert!(f("gpu:1").is_empty());
+        assert_eq!(f("user:alice"), vec![12, 10]);
+        assert_eq!(f("user:alice train"), vec![10]);
+        assert_eq!(f("USER:Bob gpu:0,1"), vec![11]);
+        // An unfinished term is text, and matches nothing yet.
+        assert!(f("gpu:").is_empty());
+    }
+
+    #[test]
+    fn terms_are_replaced_not_repeated() {
+        assert_eq!(with_term("", "gpu", Some("1")), "gpu:1");
+        assert_eq!(with_term("python gpu:0", "gpu", Some("1")), "gpu:1 python");
+        assert_eq!(with_term("gpu:1 python", "gpu", None), "python");
+        assert_eq!(with_term("user:bob", "user", Some("alice")), "user:alice");
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub struct Settings {
     pub simulated: bool,
     pub clock: Clock,
     pub theme: Theme,
+    /// Where the Prometheus exporter listens (`--serve`), shown in the
+    /// header; `None` when it does not run.
+    pub serving: Option<String>,
 }
 
 impl Settings {
@@ -54,6 +57,7 @@ impl Settings {
             simulated: false,
             clock: Clock::Local,
             theme,
+            serving: None,
         }
     }
 }

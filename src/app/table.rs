@@ -6,9 +6,23 @@ use super::view::Sort;
 use crate::config::Column;
 use crate::history::ProcId;
 
+/// Numbers sort biggest first, names A to Z.
+fn default_descending(c: Column) -> bool {
+    !matches!(
+        c,
+        Column::User
+            | Column::Container
+            | Column::Command
+            | Column::Kind
+            | Column::Gpu
+            | Column::Pid
+    )
+}
+
 impl App {
-    /// Keeps a valid selection: the same process if it is still listed,
-    /// else the row at the same place.
+    /// Keeps a valid selection: the top row until the user chooses one,
+    /// then the same process while it is listed, else the row at the same
+    /// place.
     pub(super) fn fix_selection(&mut self) {
         let ids: Vec<ProcId> = self.rows().iter().map(Row::id).collect();
         if ids.is_empty() {
@@ -16,7 +30,9 @@ impl App {
             self.table.offset = 0;
             return;
         }
-        if self.table.selected.is_none_or(|s| !ids.contains(&s)) {
+        if !self.table.pinned {
+            self.table.selected = Some(ids[0]);
+        } else if self.table.selected.is_none_or(|s| !ids.contains(&s)) {
             let i = self.table.offset.min(ids.len() - 1);
             self.table.selected = Some(ids[i]);
         }
@@ -48,7 +64,46 @@ impl App {
         let id = rows[next].id();
         drop(rows);
         self.table.selected = Some(id);
+        // Back on the top row by `g` or the arrows: follow the top again.
+        self.table.pinned = next != 0;
         self.keep_selection_visible();
+    }
+
+    /// Selects the process at table row `i` (a click).
+    pub(super) fn select_row(&mut self, i: usize) {
+        if let Some(id) = self.rows().get(i).map(Row::id) {
+            self.table.selected = Some(id);
+            self.table.pinned = true;
+            self.nav.focus = super::Pane::Procs;
+        }
+    }
+
+    /// Sorts by `column` (a click on its header); on the column already
+    /// sorted by, inverts.
+    pub(super) fn sort_by(&mut self, column: Column) {
+        if column == Column::MemoryPct {
+            return self.sort_by(Column::Memory);
+        }
+        if self.table.sort.column == column {
+            return self.invert_sort();
+        }
+        self.table.sort = Sort {
+            column,
+            descending: default_descending(column) != self.table.inverted,
+        };
+        self.keep_selection_visible();
+    }
+
+    /// Shift-←/→: scrolls the command column by `delta` characters.
+    pub(super) fn scroll_command(&mut self, delta: i32) {
+        let longest = self
+            .rows()
+            .iter()
+            .map(|r| r.series.facts.label().chars().count())
+            .max()
+            .unwrap_or(0) as i32;
+        let next = (self.table.hscroll as i32 + delta).clamp(0, (longest - 8).max(0));
+        self.table.hscroll = next as u16;
     }
 
     /// `s`/`>` (forward) and `<` (back) through the columns shown at the
@@ -67,25 +122,18 @@ impl App {
             .map_or(if d > 0 { -1 } else { 0 }, |i| i as isize);
         let n = cols.len() as isize;
         let next = cols[((i + d).rem_euclid(n)) as usize];
-        // Numbers sort biggest first, names A to Z.
-        let descending = !matches!(
-            next,
-            Column::User
-                | Column::Container
-                | Column::Command
-                | Column::Kind
-                | Column::Gpu
-                | Column::Pid
-        );
+        // A column's own direction, turned while the user has inverted.
         self.table.sort = Sort {
             column: next,
-            descending,
+            descending: default_descending(next) != self.table.inverted,
         };
         self.keep_selection_visible();
     }
 
     pub(super) fn invert_sort(&mut self) {
         self.table.sort.descending = !self.table.sort.descending;
+        self.table.inverted =
+            self.table.sort.descending != default_descending(self.table.sort.column);
         self.keep_selection_visible();
     }
 
@@ -114,6 +162,15 @@ impl App {
             _ => {}
         }
         self.table.offset = 0;
+        self.table.pinned = false;
+        self.fix_selection();
+    }
+
+    /// Replaces the filter's `key:` term (a click on a GPU, `u`).
+    pub(super) fn set_filter_term(&mut self, key: &str, value: Option<&str>) {
+        self.table.filter = super::rows::with_term(&self.table.filter, key, value);
+        self.table.offset = 0;
+        self.table.pinned = false;
         self.fix_selection();
     }
 
@@ -128,6 +185,7 @@ impl App {
             return false;
         }
         self.table.filter.clear();
+        self.table.pinned = false;
         self.fix_selection();
         true
     }

@@ -1,6 +1,6 @@
 //! `App::update`: keys and samples in, state and actions out.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::*;
 use crate::app::fixture;
@@ -41,8 +41,8 @@ fn selection_moves_and_clamps_and_follows_the_process() {
     let mut app = demo(30);
     let rows: Vec<u32> = app.rows().iter().map(|r| r.id().key.pid).collect();
     assert!(rows.len() >= 6);
-    // The first sample's first row was selected and followed since.
-    assert!(rows.contains(&selected_pid(&app)));
+    // Until the user moves it, the selection is the top row.
+    assert_eq!(selected_pid(&app), rows[0]);
     ch(&mut app, 'g');
     assert_eq!(selected_pid(&app), rows[0]);
     ch(&mut app, 'j');
@@ -351,28 +351,6 @@ fn exited_processes_stay_marked_then_go() {
         app.rows().iter().all(|r| r.id().key.pid != 55_120),
         "gone after exited_keep"
     );
-}
-
-#[test]
-fn mouse_clicks_select_when_enabled() {
-    let mut app = demo(10);
-    ch(&mut app, 'g');
-    let rows: Vec<u32> = app.rows().iter().map(|r| r.id().key.pid).collect();
-    let body = layout::table_body(app.size(), app.system().gpus.len(), false, false);
-    let click = Event::Mouse(MouseEvent {
-        kind: MouseEventKind::Down(MouseButton::Left),
-        column: 10,
-        row: body.y + 2,
-        modifiers: KeyModifiers::NONE,
-    });
-    app.update(click.clone());
-    assert_eq!(selected_pid(&app), rows[0], "mouse off by default");
-    let mut config = Config::default();
-    config.display.mouse = true;
-    let mut app = fixture::app_with(config, "demo", 1, 10, (120, 40));
-    ch(&mut app, 'g');
-    app.update(click);
-    assert_eq!(selected_pid(&app), rows[2]);
 }
 
 #[test]

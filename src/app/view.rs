@@ -19,6 +19,8 @@ pub enum Screen {
 pub enum Pane {
     Gpus,
     Procs,
+    /// The events pane, while it is open.
+    Events,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,4 +131,20 @@ pub struct TableState {
     pub filter: String,
     /// The filter line has the keyboard.
     pub filter_editing: bool,
+    /// The user chose the selected process; until then the selection is
+    /// the top row, so an immediate Enter opens what is on top.
+    pub pinned: bool,
+    /// Characters the command column is scrolled to the left.
+    pub hscroll: u16,
+    /// The user inverted the sort: every column then sorts the other way
+    /// from its default, until inverted again.
+    pub inverted: bool,
+}
+
+/// The events pane: which event is selected and the first line shown.
+/// Events are listed newest first; indices count from the newest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventsState {
+    pub selected: Option<usize>,
+    pub offset: usize,
 }

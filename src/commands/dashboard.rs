@@ -25,7 +25,7 @@ use crate::model::now_ms;
 use crate::pipeline::{Analyzed, Hub, Pipeline};
 use crate::record::recorder::{Recorder, Report, file_name};
 use crate::sanitize;
-use crate::theme::{Theme, depth_from_env};
+use crate::theme::Theme;
 use crate::tui::Tui;
 
 /// Analysed snapshots taken in one go before a frame is drawn: a loop that
@@ -158,11 +158,16 @@ pub fn run_live(source: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
     let config = load_config(source, ui)?;
     // Open the source and bind the metrics port before touching the
     // terminal, so errors print plainly.
-    let src = crate::source::open(source.demo.as_deref(), source.seed, &me, 0)?;
+    let src = super::open_source(source, &me, 0)?;
     let listener = match &ui.serve {
         Some(addr) => Some(crate::export::bind(addr).context("--serve")?),
         None => None,
     };
+    // The address as bound, for the header ("serving :9400").
+    let serving = listener.as_ref().map(|l| {
+        l.local_addr()
+            .map_or_else(|_| ui.serve.clone().unwrap_or_default(), |a| a.to_string())
+    });
     let pipeline = Pipeline::start(src, config.schedule(), AnalysisConfig::from_config(&config))
         .context("starting the sampler")?;
     let (note_tx, notes) = mpsc::unbounded_channel::<String>();
@@ -180,9 +185,13 @@ pub fn run_live(source: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
             None => None,
         };
         let settings = Settings {
-            theme: Theme::new(config.display.theme, depth_from_env(config.display.color)),
+            theme: Theme::new(
+                config.display.theme,
+                super::color_depth(config.display.color),
+            ),
             read_only: ui.read_only,
             simulated: source.demo.is_some(),
+            serving,
             ..Settings::new(config.clone(), hub.system.clone(), me)
         };
         let hooks = Hooks {

@@ -4,7 +4,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget, Wrap};
+use ratatui::widgets::{Paragraph, Widget};
 
 use crate::analysis::allocator::advice;
 use crate::app::App;
@@ -66,45 +66,66 @@ fn shared_gpu(app: &App, s: &ProcSeries, slot: u64) -> bool {
         .any(|o| o.id != s.id && o.id.gpu == s.id.gpu && o.at(slot).is_some())
 }
 
-/// The lines of figures and advice (empty when the process publishes none).
-fn lines(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> Vec<Line<'static>> {
+/// A label and its value: one group, never split across lines.
+fn pair(
+    label: &str,
+    value: Span<'static>,
+    t: &crate::theme::Theme,
+    first: bool,
+) -> Vec<Span<'static>> {
+    let gap = if first { "" } else { "  " };
+    vec![Span::styled(format!("{gap}{label} "), t.label), value]
+}
+
+/// The figures and advice as paragraphs of unbreakable groups (empty when
+/// the process publishes none).
+fn paragraphs(
+    app: &App,
+    s: &ProcSeries,
+    slot: u64,
+    nvml_bytes: Option<u64>,
+) -> Vec<Vec<Vec<Span<'static>>>> {
     let t = app.theme();
     let Some(stats) = s.torch.as_deref() else {
         return Vec::new();
     };
     let Some(d) = stats.devices.first() else {
-        return vec![Line::from(Span::styled(
+        return vec![vec![vec![Span::styled(
             "PyTorch allocator: the process has not used this GPU yet",
             t.dim,
-        ))];
+        )]]];
     };
     let age = app.now_ms().saturating_sub(stats.t_ms) as f64 / 1000.0;
     let fresh = if stats.is_stale(app.now_ms()) {
-        Span::styled(format!(" (stale: {age:.0} s old)"), t.warn)
+        Span::styled(format!("  (stale: {age:.0}s old)"), t.warn)
     } else {
-        Span::styled(format!(" ({age:.1} s ago)"), t.dim)
+        Span::styled(format!("  (read {age:.1}s ago)"), t.dim)
     };
-    let mut out = vec![
-        Line::from(vec![
-            Span::styled("allocated ", t.label),
-            Span::raw(bytes_short(d.allocated)),
-            Span::styled("  reserved ", t.label),
-            Span::raw(bytes_short(d.reserved)),
-            Span::styled("  cached free ", t.label),
-            Span::raw(bytes_short(d.cached_free())),
-            Span::styled("  releasable ", t.label),
-            Span::raw(bytes_short(d.releasable())),
-            Span::styled("  fragmentation ", t.label),
-            Span::raw(
-                d.fragmentation()
-                    .map_or("N/A".into(), |f| format!("{:.0}%", f * 100.0)),
-            ),
-            Span::styled("  largest free block ", t.label),
-            Span::raw(d.largest_free.map_or("N/A".into(), bytes_short)),
-            fresh,
-        ]),
-        Line::from(vec![
-            Span::styled("retries ", t.label),
+    let raw = |s: String| Span::raw(s);
+    let figures = vec![
+        pair("allocated", raw(bytes_short(d.allocated)), t, true),
+        pair("reserved", raw(bytes_short(d.reserved)), t, false),
+        pair("cached free", raw(bytes_short(d.cached_free())), t, false),
+        pair("releasable", raw(bytes_short(d.releasable())), t, false),
+        pair(
+            "fragmentation",
+            raw(d
+                .fragmentation()
+                .map_or("N/A".into(), |f| format!("{:.0}%", f * 100.0))),
+            t,
+            false,
+        ),
+        pair(
+            "largest free block",
+            raw(d.largest_free.map_or("N/A".into(), bytes_short)),
+            t,
+            false,
+        ),
+        vec![fresh],
+    ];
+    let counts = vec![
+        pair(
+            "retries",
             Span::styled(
                 d.num_alloc_retries.to_string(),
                 if d.num_alloc_retries > 0 {
@@ -113,49 +134,73 @@ fn lines(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> Vec<L
                     t.text
                 },
             ),
-            Span::styled("  OOMs ", t.label),
+            t,
+            true,
+        ),
+        pair(
+            "OOMs",
             Span::styled(
                 d.num_ooms.to_string(),
                 if d.num_ooms > 0 { t.crit } else { t.text },
             ),
-            Span::styled("  peak allocated ", t.label),
-            Span::raw(bytes_short(d.allocated_peak)),
-            Span::styled("  peak reserved ", t.label),
-            Span::raw(bytes_short(d.reserved_peak)),
-            Span::styled("  outside the allocator ", t.label),
-            Span::raw(nvml_bytes.map_or("N/A".into(), |b| bytes_short(d.outside_allocator(b)))),
-            Span::styled("  PYTORCH_CUDA_ALLOC_CONF ", t.label),
-            Span::raw(stats.alloc_conf.clone().unwrap_or_else(|| "(unset)".into())),
-        ]),
+            t,
+            false,
+        ),
+        pair(
+            "peak allocated",
+            raw(bytes_short(d.allocated_peak)),
+            t,
+            false,
+        ),
+        pair("peak reserved", raw(bytes_short(d.reserved_peak)), t, false),
+        pair(
+            "outside the allocator",
+            raw(nvml_bytes.map_or("N/A".into(), |b| bytes_short(d.outside_allocator(b)))),
+            t,
+            false,
+        ),
+        pair(
+            "PYTORCH_CUDA_ALLOC_CONF",
+            raw(stats.alloc_conf.clone().unwrap_or_else(|| "(unset)".into())),
+            t,
+            false,
+        ),
     ];
+    let mut out = vec![figures, counts];
     for a in advice(stats, shared_gpu(app, s, slot)) {
-        out.push(Line::from(vec![
-            Span::styled("advice ", t.warn),
-            Span::raw(a),
-        ]));
+        // Advice is prose: it wraps between words, "advice" with the first.
+        let mut words = a.split(' ').map(|w| vec![Span::raw(format!(" {w}"))]);
+        let mut first = vec![Span::styled("advice", t.warn)];
+        if let Some(w) = words.next() {
+            first.extend(w);
+        }
+        out.push(std::iter::once(first).chain(words).collect());
     }
     out
 }
 
-/// The figures as a paragraph, its lines made once per frame: the layout
-/// asks their height, then they are drawn.
+/// The figures as lines flowed to the width they are drawn at: a value
+/// stays with its label. Made once per frame: the layout asks their
+/// height, then they are drawn.
 pub struct AllocatorFigures(Vec<Line<'static>>);
 
 impl AllocatorFigures {
-    pub fn new(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>) -> Self {
-        AllocatorFigures(lines(app, s, slot, nvml_bytes))
+    pub fn new(app: &App, s: &ProcSeries, slot: u64, nvml_bytes: Option<u64>, width: u16) -> Self {
+        let lines = paragraphs(app, s, slot, nvml_bytes)
+            .into_iter()
+            .flat_map(|p| crate::ui::flow(p, width as usize))
+            .collect();
+        AllocatorFigures(lines)
     }
 
-    /// Rows to give it: one per line and advice wraps into two, 4 ..= 10.
+    /// Rows to give it: one per line, at most 10.
     pub fn height(&self) -> u16 {
-        (self.0.len() as u16 * 2).clamp(4, 10)
+        (self.0.len() as u16).clamp(2, 10)
     }
 }
 
 impl Widget for &AllocatorFigures {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        Paragraph::new(self.0.clone())
-            .wrap(Wrap { trim: false })
-            .render(area, buf);
+        Paragraph::new(self.0.clone()).render(area, buf);
     }
 }

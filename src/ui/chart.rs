@@ -1,5 +1,6 @@
 //! A time chart over History: x is seconds before the slot on screen, lines
-//! break at gaps, y is labelled in the series' unit.
+//! break at gaps, y is labelled in the series' unit. The legend is in the
+//! title line, never over the data; one chart has one unit.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -52,13 +53,38 @@ pub(crate) fn segments(points: &[(f64, Option<f64>)]) -> Vec<Vec<(f64, f64)>> {
     out
 }
 
+impl TimeChart<'_> {
+    /// The title, then each series' mark and name in its colour, as many
+    /// as fit in `width`.
+    fn title_line(&self, width: usize) -> Line<'static> {
+        let t = self.theme;
+        let mut spans = vec![Span::styled(format!(" {} ", self.title), t.title)];
+        let mut used = self.title.chars().count() + 2;
+        let mut seen = std::collections::HashSet::new();
+        for s in &self.series {
+            if !seen.insert(s.name.as_str()) {
+                continue;
+            }
+            let mark = if s.dots { "•" } else { "━" };
+            let entry = format!("{mark} {} ", s.name);
+            let w = entry.chars().count();
+            if used + w > width {
+                break;
+            }
+            used += w;
+            spans.push(Span::styled(entry, s.style));
+        }
+        Line::from(spans)
+    }
+}
+
 impl Widget for &TimeChart<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let t = self.theme;
         let block = Block::default()
             .borders(Borders::ALL)
             .border_style(t.border)
-            .title(Span::styled(format!(" {} ", self.title), t.title));
+            .title(self.title_line(area.width.saturating_sub(2) as usize));
         let y_max = self.y_max.unwrap_or_else(|| {
             self.series
                 .iter()
@@ -72,10 +98,10 @@ impl Widget for &TimeChart<'_> {
             .iter()
             .flat_map(|s| segments(&s.points).into_iter().map(move |seg| (seg, s)))
             .collect();
+        // Unnamed: the legend is the title line's.
         let mut datasets: Vec<Dataset> = Vec::new();
-        let mut named = std::collections::HashSet::new();
         for (seg, s) in &segs {
-            let mut d = Dataset::default()
+            let d = Dataset::default()
                 .data(seg)
                 .style(s.style)
                 .marker(if s.dots { Marker::Dot } else { Marker::Braille })
@@ -84,21 +110,39 @@ impl Widget for &TimeChart<'_> {
                 } else {
                     GraphType::Line
                 });
-            if named.insert(s.name.clone()) {
-                d = d.name(s.name.clone());
-            }
             datasets.push(d);
         }
         let span = self.span_s.max(1.0);
-        let x_labels = vec![
-            Span::styled(format!("-{}", duration_short(span as u64)), t.dim),
-            Span::styled(format!("-{}", duration_short((span / 2.0) as u64)), t.dim),
-            Span::styled("now", t.dim),
-        ];
+        // A narrow chart: two time labels, and the unit in the title only
+        // (ratatui gives the y labels a third of the width at most).
+        let narrow = area.width < 30;
+        let x_labels = if narrow {
+            let s = span as u64;
+            let short = if s >= 60 {
+                format!("-{}m", s / 60)
+            } else {
+                format!("-{s}s")
+            };
+            vec![Span::styled(short, t.dim), Span::styled("now", t.dim)]
+        } else {
+            vec![
+                Span::styled(format!("-{}", duration_short(span as u64)), t.dim),
+                Span::styled(format!("-{}", duration_short((span / 2.0) as u64)), t.dim),
+                Span::styled("now", t.dim),
+            ]
+        };
+        let y_text = |v: f64| {
+            let l = (self.y_label)(v);
+            if narrow {
+                l.trim_end_matches(|c: char| !c.is_ascii_digit()).to_owned()
+            } else {
+                l
+            }
+        };
         let y_labels = vec![
-            Span::styled((self.y_label)(0.0), t.dim),
-            Span::styled((self.y_label)(y_max / 2.0), t.dim),
-            Span::styled((self.y_label)(y_max), t.dim),
+            Span::styled(y_text(0.0), t.dim),
+            Span::styled(y_text(y_max / 2.0), t.dim),
+            Span::styled(y_text(y_max), t.dim),
         ];
         let chart = Chart::new(datasets)
             .block(block)
@@ -114,28 +158,24 @@ impl Widget for &TimeChart<'_> {
                     .labels(y_labels)
                     .style(t.dim),
             )
-            .legend_position(Some(ratatui::widgets::LegendPosition::TopLeft))
-            .hidden_legend_constraints((
-                ratatui::layout::Constraint::Ratio(1, 2),
-                ratatui::layout::Constraint::Ratio(1, 2),
-            ));
+            .legend_position(None);
         if self
             .series
             .iter()
             .all(|s| s.points.iter().all(|p| p.1.is_none()))
         {
-            block_only(&self.title, t, area, buf);
+            block_only(self.title_line(area.width as usize), t, area, buf);
             return;
         }
         chart.render(area, buf);
     }
 }
 
-fn block_only(title: &str, t: &Theme, area: Rect, buf: &mut Buffer) {
+fn block_only(title: Line<'static>, t: &Theme, area: Rect, buf: &mut Buffer) {
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.border)
-        .title(Span::styled(format!(" {title} "), t.title));
+        .title(title);
     let inner = block.inner(area);
     block.render(area, buf);
     Line::from(Span::styled(" no data", t.dim)).render(inner, buf);

@@ -1,66 +1,107 @@
-//! The events pane: process starts and exits, suspected OOMs, alerts, XIDs.
+//! The events pane: process starts and exits, suspected OOMs, alerts,
+//! XIDs, newest first. It scrolls; with the arrows in it (`e` opens it
+//! with them, Tab moves them there) an event is selected and Enter shows
+//! its moment. Events after the moment on screen (paused, a replay) are
+//! dimmed and marked `›`.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
-use crate::app::App;
+use crate::app::{App, Pane};
 use crate::model::EventKind;
 
-pub struct EventsPane<'a>(pub &'a App);
+pub(crate) use crate::app::events::tag;
 
-/// A short tag per kind.
-pub(crate) fn tag(kind: EventKind) -> &'static str {
-    match kind {
-        EventKind::ProcessStarted => "start",
-        EventKind::ProcessExited => "exit",
-        EventKind::SuspectedOom => "OOM?",
-        EventKind::ThresholdCrossed => "level",
-        EventKind::Alert => "ALERT",
-        EventKind::GpuLost => "LOST",
-        EventKind::Xid => "XID",
-        EventKind::Note => "note",
-    }
-}
+pub struct EventsPane<'a>(pub &'a App);
 
 impl Widget for &EventsPane<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.0;
         let t = app.theme();
+        let focus = app.nav().focus == Pane::Events;
+        let n = app.events().len();
+        let view = app.events_view();
+        let mut title = vec![Span::styled(" events ", t.title)];
+        if n > 0 {
+            let hint = if focus {
+                format!("{n} · ↑↓ select · Enter go there ")
+            } else {
+                format!("{n} · Tab to select ")
+            };
+            title.push(Span::styled(hint, t.dim));
+        }
         let block = Block::default()
             .borders(Borders::TOP)
-            .border_style(t.border)
-            .title(Span::styled(" events ", t.title));
+            .border_style(if focus { t.focus_border } else { t.border })
+            .title(Line::from(title));
         let inner = block.inner(area);
         block.render(area, buf);
-        let upto = app.shown_ms();
-        let lines: Vec<Line> = app
-            .events()
-            .iter()
-            .rev()
-            .filter(|e| e.t_ms <= upto)
-            .take(inner.height as usize)
-            .map(|e| {
-                let style = match e.kind {
-                    EventKind::SuspectedOom
-                    | EventKind::Alert
-                    | EventKind::GpuLost
-                    | EventKind::Xid => t.crit,
-                    EventKind::ThresholdCrossed => t.warn,
-                    _ => t.dim,
-                };
-                Line::from(vec![
-                    Span::styled(format!(" {} ", app.clock().hms(e.t_ms)), t.dim),
-                    Span::styled(format!("{:<5} ", tag(e.kind)), style),
-                    Span::raw(e.message.clone()),
-                ])
-            })
-            .collect();
-        if lines.is_empty() {
+        if n == 0 {
             Paragraph::new(Span::styled(" no events yet", t.dim)).render(inner, buf);
-        } else {
-            Paragraph::new(lines).render(inner, buf);
+            return;
         }
+        let shown = app.shown_ms();
+        let h = inner.height as usize;
+        let all = app.all_commands();
+        let offset = view.offset.min(n.saturating_sub(h));
+        for (line, i) in (offset..n).take(h).enumerate() {
+            let Some(e) = app.event_at(i) else {
+                break;
+            };
+            let later = e.t_ms > shown;
+            let style = match e.kind {
+                _ if later => t.dim,
+                EventKind::SuspectedOom
+                | EventKind::Alert
+                | EventKind::GpuLost
+                | EventKind::Xid => t.crit,
+                EventKind::ThresholdCrossed => t.warn,
+                _ => t.dim,
+            };
+            let text = if later { t.dim } else { t.text };
+            let row = Rect::new(inner.x, inner.y + line as u16, inner.width, 1);
+            // 16 cells of mark, time and tag before the message.
+            let room = (inner.width as usize).saturating_sub(16);
+            Line::from(vec![
+                Span::styled(if later { "›" } else { " " }, t.dim),
+                Span::styled(format!("{} ", app.clock().hms(e.t_ms)), t.dim),
+                Span::styled(format!("{:<5} ", tag(e.kind)), style),
+                Span::styled(message(app, e, &all, room), text),
+            ])
+            .render(row, buf);
+            if focus && view.selected == Some(i) {
+                buf.set_style(row, t.selected);
+            }
+        }
+        if n > h && inner.width > 12 {
+            let label = format!(" {}–{} of {n} ", offset + 1, (offset + h).min(n));
+            let x = area.x + area.width.saturating_sub(label.chars().count() as u16);
+            buf.set_string(x, area.y, label, t.dim);
+        }
+    }
+}
+
+/// The event's message in `room` cells; a process's command at its end is
+/// abbreviated as the table does (`app::cmdline`), so events about
+/// processes with alike commands stay apart.
+fn message(app: &App, e: &crate::model::Event, all: &[&str], room: usize) -> String {
+    if e.message.chars().count() <= room {
+        return e.message.clone();
+    }
+    let label = e.pid.and_then(|pid| {
+        app.history()
+            .processes()
+            .find(|s| s.id.key.pid == pid && e.gpu.is_none_or(|g| g == s.id.gpu))
+            .map(|s| s.facts.label())
+    });
+    match label.and_then(|l| e.message.strip_suffix(l).map(|head| (head, l))) {
+        Some((head, l)) => {
+            let left = room.saturating_sub(head.chars().count());
+            let short = crate::app::cmdline::abbreviate_among(&[l], all, left.max(12));
+            format!("{head}{}", short.first().map_or("", String::as_str))
+        }
+        None => e.message.clone(),
     }
 }

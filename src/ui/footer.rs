@@ -42,57 +42,67 @@ impl Widget for &Footer<'_> {
                 .map(|k| k.to_string())
                 .unwrap_or_default()
         };
-        let mut hints: Vec<(String, &str)> =
-            vec![(first(Action::Quit), "quit"), (first(Action::Help), "help")];
+        // (keys, what, how much it matters): when the line is short the
+        // least goes first, whole, never cut mid-word.
+        let mut hints: Vec<(String, &str, u8)> = vec![
+            (first(Action::Quit), "quit", 10),
+            (first(Action::Help), "help", 10),
+        ];
         match app.screen() {
             Screen::Overview => {
-                hints.push((first(Action::Filter), "filter"));
-                hints.push((first(Action::SortNext), "sort"));
-                hints.push((first(Action::Enter), "details"));
-                hints.push((first(Action::NextPane), "GPUs/procs"));
-                hints.push((first(Action::Events), "events"));
+                hints.push((first(Action::Filter), "filter", 7));
+                hints.push((first(Action::SortNext), "sort", 6));
+                hints.push((first(Action::Enter), "details", 8));
+                hints.push((first(Action::NextPane), "GPUs/procs", 3));
+                hints.push((first(Action::Events), "events", 4));
             }
             Screen::Process(_) => {
-                hints.push((first(Action::Back), "back"));
+                hints.push((first(Action::Back), "back", 9));
                 if !app.settings().read_only && matches!(app.mode(), Mode::Live) {
-                    hints.push((first(Action::Terminate), "terminate"));
-                    hints.push((first(Action::Kill), "kill"));
+                    hints.push((first(Action::Terminate), "terminate", 6));
+                    hints.push((first(Action::Kill), "kill", 6));
                 }
             }
             Screen::Gpu(_) => {
-                hints.push((first(Action::Back), "back"));
+                hints.push((first(Action::Back), "back", 9));
                 hints.push((
                     format!("{}/{}", first(Action::Up), first(Action::Down)),
                     "GPU",
+                    7,
                 ));
             }
             Screen::Help => {}
         }
         match app.mode() {
             Mode::Replay(_) => {
-                hints.push((first(Action::Pause), "play"));
+                hints.push((first(Action::Pause), "play", 8));
                 hints.push((
                     format!("{}{}", first(Action::StepBack), first(Action::StepForward)),
                     "step",
+                    5,
                 ));
                 hints.push((
                     format!("{}{}", first(Action::PrevEvent), first(Action::NextEvent)),
                     "events",
+                    4,
                 ));
                 hints.push((
                     format!("{}{}", first(Action::Faster), first(Action::Slower)),
                     "speed",
+                    2,
                 ));
             }
             Mode::Live => {
                 hints.push((
                     first(Action::Pause),
                     if app.paused() { "live" } else { "pause" },
+                    8,
                 ));
                 if app.paused() {
                     hints.push((
                         format!("{}{}", first(Action::StepBack), first(Action::StepForward)),
                         "scrub",
+                        5,
                     ));
                 }
                 hints.push((
@@ -102,20 +112,30 @@ impl Widget for &Footer<'_> {
                     } else {
                         "record"
                     },
+                    if app.recording().is_some() { 7 } else { 2 },
                 ));
             }
         }
-        let mut spans = vec![Span::raw(" ")];
-        for (k, what) in hints {
-            spans.push(Span::styled(k, t.accent));
-            spans.push(Span::styled(format!(" {what}  "), t.dim));
-        }
-        if !app.table().filter.is_empty() {
-            spans.push(Span::styled(
-                format!("filter: {}", app.table().filter),
-                t.warn,
+        let mut groups: Vec<(u8, Vec<Span<'static>>)> = vec![(11, vec![Span::raw(" ")])];
+        for (k, what, keep) in hints {
+            groups.push((
+                keep,
+                vec![
+                    Span::styled(k, t.accent),
+                    Span::styled(format!(" {what}  "), t.dim),
+                ],
             ));
         }
+        if !app.table().filter.is_empty() {
+            groups.push((
+                11,
+                vec![Span::styled(
+                    format!("filter: {}", app.table().filter),
+                    t.warn,
+                )],
+            ));
+        }
+        let spans = crate::ui::fit(groups, area.width as usize);
         Line::from(spans).render(area, buf);
     }
 }

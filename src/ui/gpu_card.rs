@@ -1,6 +1,10 @@
-//! GPU cards: a bordered card per GPU (memory bar with used, reserved and
-//! peak; sparklines of per-interval memory peaks and utilisation; readings;
-//! growth and forecast), or one line per GPU when there are many.
+//! GPU cards, as big as the terminal allows (`app::layout::card_style`): a
+//! bordered card per GPU (memory bar with used, reserved and peak;
+//! sparklines of per-interval memory peaks and utilisation; readings;
+//! growth and forecast), with the GPU's top processes beside it on wide
+//! terminals; two labelled lines per GPU; or one line when space is short.
+//! Every figure has its label, and a line that does not fit drops its
+//! least important figures whole.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -10,12 +14,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Sparkline, SparklineBar, Widget};
 
 use crate::analysis::Phase;
-use crate::app::{App, Pane};
+use crate::app::{App, GpuInsight, Pane};
 use crate::config::Severity;
 use crate::history::Agg;
-use crate::model::units::{MIB, bytes_short, duration_short, rate_short};
+use crate::model::units::{MIB, bytes_short, rate_short};
 use crate::model::{GpuSample, GpuState, MemInfo};
 use crate::theme::Theme;
+use crate::ui::{fit, width_of};
+
+mod lines;
+pub use lines::{GpuLine, GpuTwoLine, TopProcesses};
 
 /// One GPU at the slot on screen.
 pub struct GpuCard<'a> {
@@ -175,7 +183,8 @@ impl Widget for &GpuCard<'_> {
         };
         // One line each, as many as fit, in this order.
         let row = |n: u16| Rect::new(inner.x, inner.y + n, inner.width, 1);
-        Line::from(self.memory_line(g, slot, inner.width)).render(row(0), buf);
+        let w = inner.width as usize;
+        Line::from(self.memory_line(g, slot, w)).render(row(0), buf);
         if inner.height < 2 {
             return;
         }
@@ -183,12 +192,122 @@ impl Widget for &GpuCard<'_> {
         if inner.height < 3 {
             return;
         }
-        Line::from(self.readings_line(g)).render(row(2), buf);
+        Line::from(fit(self.readings(g), w)).render(row(2), buf);
         if inner.height < 4 {
             return;
         }
-        Line::from(self.trend_line(g, slot)).render(row(3), buf);
+        Line::from(fit(self.trend(g, slot), w)).render(row(3), buf);
     }
+}
+
+/// A memory bar between fixed text: the bar gets what the text leaves
+/// (`min..=max` cells); when even `min` does not fit, the least important
+/// groups after it go first.
+fn with_bar(
+    app: &App,
+    g: &GpuSample,
+    before: Vec<Span<'static>>,
+    mut after: Vec<(u8, Vec<Span<'static>>)>,
+    (min, max): (usize, usize),
+    width: usize,
+) -> (Vec<Span<'static>>, usize) {
+    let fixed = |a: &[(u8, Vec<Span>)]| {
+        width_of(&before) + a.iter().map(|(_, s)| width_of(s)).sum::<usize>()
+    };
+    while fixed(&after) + min > width && after.len() > 1 {
+        let Some(i) = (0..after.len()).min_by_key(|i| (after[*i].0, std::cmp::Reverse(*i))) else {
+            break;
+        };
+        after.remove(i);
+    }
+    let bar_w = width
+        .saturating_sub(fixed(&after))
+        .clamp(min.min(width), max.max(min));
+    let peak = app.gpu_peak(i_of(g));
+    let mut out = before;
+    out.extend(memory_bar(app, g, peak.map(|p| p.0), bar_w as u16));
+    out.extend(after.into_iter().flat_map(|(_, s)| s));
+    let used = width_of(&out);
+    (out, used)
+}
+
+fn i_of(g: &GpuSample) -> usize {
+    g.index as usize
+}
+
+/// " 39%" after a label, marked and coloured by level.
+fn mem_pct(app: &App, g: &GpuSample) -> Vec<Span<'static>> {
+    let (pct, sev) = memory_level(app, g).unwrap_or((0.0, Severity::Normal));
+    value(format!("{pct:>3.0}%"), sev, app.theme())
+}
+
+fn util_pct(app: &App, g: &GpuSample) -> Vec<Span<'static>> {
+    let t = app.theme();
+    match g.util_gpu {
+        Some(u) => value(
+            format!("{u:>3}%"),
+            app.config().thresholds.utilization.grade(u as f64),
+            t,
+        ),
+        None => vec![Span::styled(" N/A".to_string(), t.dim)],
+    }
+}
+
+fn temp(app: &App, g: &GpuSample) -> Option<Vec<Span<'static>>> {
+    let c = g.temp_c?;
+    let sev = app.config().thresholds.temperature.grade(c as f64);
+    Some(value(format!("{c}°C"), sev, app.theme()))
+}
+
+/// "653/700 W" (or "653 W" without a limit), graded against the limit.
+fn power(app: &App, g: &GpuSample, with_limit: bool) -> Option<Vec<Span<'static>>> {
+    let p = g.power_mw? / 1000;
+    let sev = power_level(app, g).map_or(Severity::Normal, |l| l.1);
+    let text = match g.power_limit_mw {
+        Some(l) if with_limit => format!("{p}/{} W", l / 1000),
+        _ => format!("{p} W"),
+    };
+    Some(value(text, sev, app.theme()))
+}
+
+/// The trend as words: "growing +510M/s", "volatile", "warming up".
+fn trend_words(ins: &GpuInsight) -> String {
+    match ins.phase {
+        Phase::Growing | Phase::Shrinking => {
+            format!("{} {}", ins.phase.name(), rate_short(ins.rate_bps))
+        }
+        Phase::Unknown => "warming up".into(),
+        p => p.name().to_owned(),
+    }
+}
+
+/// "full in ~57s (56s–1m06s)" or "at risk (peaks 97%)", graded.
+fn outlook(app: &App, ins: &GpuInsight, short: bool) -> Vec<Span<'static>> {
+    let t = app.theme();
+    let mut out = Vec::new();
+    if let Some(eta) = ins.full_in {
+        let sev = if eta.surely_within(app.config().alerts.forecast_below.as_secs_f64()) {
+            Severity::Critical
+        } else {
+            Severity::Warn
+        };
+        out.push(Span::styled("  full in ", t.label));
+        let text = if short {
+            eta.describe_short()
+        } else {
+            eta.describe()
+        };
+        out.extend(value(text, sev, t));
+    } else if let Some(pct) = ins.at_risk_pct {
+        out.push(Span::raw("  "));
+        let text = if short {
+            "at risk".to_string()
+        } else {
+            format!("at risk (peaks {pct:.0}%)")
+        };
+        out.extend(value(text, Severity::Critical, t));
+    }
+    out
 }
 
 impl GpuCard<'_> {
@@ -238,29 +357,45 @@ impl GpuCard<'_> {
     }
 
     /// Line 1: the memory bar, used of total, reserved, unaccounted, peak.
-    fn memory_line(&self, g: &GpuSample, slot: u64, w: u16) -> Vec<Span<'static>> {
+    fn memory_line(&self, g: &GpuSample, slot: u64, w: usize) -> Vec<Span<'static>> {
         let app = self.app;
         let t = app.theme();
-        let peak = app.gpu_peak(self.index);
-        let mut l1: Vec<Span> = vec![Span::styled("MEM ", t.label)];
-        let bar_w = (w / 3).clamp(10, 60);
-        l1.extend(memory_bar(app, g, peak.map(|p| p.0), bar_w));
-        if let Some(m) = g.mem {
-            l1.extend(used_of_total(app, g, m, " / "));
-            l1.push(Span::styled("  resv ", t.dim));
-            l1.push(Span::raw(format!("{:>5}", bytes_short(m.reserved))));
-            if let Some(u) = unaccounted(app, self.index, slot, g) {
-                l1.push(Span::styled("  unaccounted ", t.dim));
-                l1.push(Span::raw(format!("{:>5}", bytes_short(u))));
-            }
-            // The time of the peak is in the GPU view: here it would change
-            // with every new peak and cost bytes on every redraw.
-            if let Some((p, _)) = peak {
-                l1.push(Span::styled("  peak ", t.dim));
-                l1.push(Span::styled(format!("{:>5}", bytes_short(p)), t.peak_mark));
-            }
+        let Some(m) = g.mem else {
+            return vec![
+                Span::styled("mem ", t.label),
+                Span::styled("N/A".to_string(), t.dim),
+            ];
+        };
+        let mut after: Vec<(u8, Vec<Span>)> = vec![(9, used_of_total(app, g, m, " / "))];
+        after.push((
+            5,
+            vec![
+                Span::styled("  reserved ", t.label),
+                Span::raw(bytes_short(m.reserved)),
+            ],
+        ));
+        if let Some(u) = unaccounted(app, self.index, slot, g) {
+            after.push((
+                4,
+                vec![
+                    Span::styled("  unaccounted ", t.label),
+                    Span::raw(bytes_short(u)),
+                ],
+            ));
         }
-        l1
+        // The time of the peak is in the GPU view: here it would change
+        // with every new peak and cost bytes on every redraw.
+        if let Some((p, _)) = app.gpu_peak(self.index) {
+            after.push((
+                6,
+                vec![
+                    Span::styled("  peak ", t.label),
+                    Span::styled(bytes_short(p), t.peak_mark),
+                ],
+            ));
+        }
+        let before = vec![Span::styled("mem ", t.label)];
+        with_bar(app, g, before, after, (10, 60), w.saturating_sub(1)).0
     }
 
     /// Line 2, drawn into `row`: sparklines of per-interval peaks (fast
@@ -298,249 +433,127 @@ impl GpuCard<'_> {
     }
 
     /// Line 3: utilisation, memory bandwidth, temperature, power, clocks
-    /// and fan. Fixed widths: a changing figure does not move its
-    /// neighbours (each move would rewrite the rest of the line on the
-    /// terminal).
-    fn readings_line(&self, g: &GpuSample) -> Vec<Span<'static>> {
+    /// and fan, each labelled.
+    fn readings(&self, g: &GpuSample) -> Vec<(u8, Vec<Span<'static>>)> {
         let app = self.app;
         let t = app.theme();
-        let th = &app.config().thresholds;
-        let mut l3: Vec<Span> = vec![Span::styled("UTIL", t.label)];
-        let na = |w: usize| Span::styled(format!(" {:>w$}", "N/A"), t.dim);
-        match g.util_gpu {
-            Some(u) => l3.extend(value(format!("{u:>3}%"), th.utilization.grade(u as f64), t)),
-            None => l3.push(na(4)),
-        }
-        l3.push(Span::styled("  MEM BW ", t.label));
-        l3.push(Span::raw(
-            g.util_mem.map_or(" N/A".into(), |u| format!("{u:>3}%")),
+        let na = || Span::styled(" N/A".to_string(), t.dim);
+        let mut out: Vec<(u8, Vec<Span>)> = Vec::new();
+        let mut util = vec![Span::styled("util", t.label)];
+        util.extend(util_pct(app, g));
+        out.push((9, util));
+        out.push((
+            3,
+            vec![
+                Span::styled("  mem bandwidth", t.label),
+                Span::raw(g.util_mem.map_or(" N/A".into(), |u| format!(" {u}%"))),
+            ],
         ));
-        l3.push(Span::styled("  TEMP", t.label));
-        match g.temp_c {
-            Some(c) => l3.extend(value(
-                format!("{c:>3}°C"),
-                th.temperature.grade(c as f64),
-                t,
-            )),
-            None => l3.push(na(5)),
+        let mut tc = vec![Span::styled("  temp", t.label)];
+        tc.extend(temp(app, g).unwrap_or_else(|| vec![na()]));
+        out.push((8, tc));
+        let mut pw = vec![Span::styled("  power", t.label)];
+        pw.extend(power(app, g, true).unwrap_or_else(|| vec![na()]));
+        out.push((7, pw));
+        if g.sm_clock_mhz.is_some() || g.mem_clock_mhz.is_some() {
+            let mhz = |c: Option<u32>| c.map_or("N/A".into(), |c| c.to_string());
+            out.push((
+                2,
+                vec![
+                    Span::styled("  clocks sm ", t.label),
+                    Span::raw(mhz(g.sm_clock_mhz)),
+                    Span::styled(" mem ", t.label),
+                    Span::raw(format!("{} MHz", mhz(g.mem_clock_mhz))),
+                ],
+            ));
         }
-        l3.push(Span::styled("  POWER", t.label));
-        match (g.power_mw, power_level(app, g)) {
-            (Some(p), Some((_, sev))) => {
-                l3.extend(value(format!("{:>4}", p / 1000), sev, t));
-                l3.push(Span::raw(format!(
-                    " / {} W",
-                    g.power_limit_mw.unwrap_or(0) / 1000
-                )));
-            }
-            (Some(p), None) => l3.push(Span::raw(format!(" {:>4} W", p / 1000))),
-            _ => l3.push(na(4)),
-        }
-        l3.push(Span::styled("  SM ", t.label));
-        l3.push(Span::raw(
-            g.sm_clock_mhz
-                .map_or(" N/A".into(), |c| format!("{c:>4} MHz")),
-        ));
-        l3.push(Span::styled("  MEM ", t.label));
-        l3.push(Span::raw(
-            g.mem_clock_mhz
-                .map_or(" N/A".into(), |c| format!("{c:>4} MHz")),
-        ));
         if app
             .system()
             .gpus
             .get(self.index)
             .is_some_and(|d| d.num_fans > 0)
         {
-            l3.push(Span::styled("  FAN ", t.label));
-            l3.push(Span::raw(
-                g.fan_pct.map_or("N/A".into(), |f| format!("{f}%")),
+            out.push((
+                1,
+                vec![
+                    Span::styled("  fan ", t.label),
+                    Span::raw(g.fan_pct.map_or("N/A".into(), |f| format!("{f}%"))),
+                ],
             ));
         }
-        l3
+        out
     }
 
     /// Line 4: where memory is going (processes, trend, forecast), then the
     /// slow lane (PCIe, BAR1, ECC).
-    fn trend_line(&self, g: &GpuSample, slot: u64) -> Vec<Span<'static>> {
+    fn trend(&self, g: &GpuSample, slot: u64) -> Vec<(u8, Vec<Span<'static>>)> {
         let app = self.app;
         let t = app.theme();
         let i = self.index;
-        let mut l4: Vec<Span> = Vec::new();
         let procs = app
             .history()
             .processes()
             .filter(|s| s.id.gpu as usize == i && s.at(slot).is_some())
             .count();
-        l4.push(Span::styled("procs ", t.label));
-        l4.push(Span::raw(procs.to_string()));
+        let mut out: Vec<(u8, Vec<Span>)> = vec![(
+            6,
+            vec![
+                Span::styled("procs ", t.label),
+                Span::raw(procs.to_string()),
+            ],
+        )];
         if let Some(ins) = app.gpu_insight(i) {
-            l4.push(Span::styled("  trend ", t.label));
-            let trend = match ins.phase {
-                Phase::Growing | Phase::Shrinking => {
-                    format!("{} {}", ins.phase.name(), rate_short(ins.rate_bps))
-                }
-                p => p.name().to_owned(),
+            let style = match ins.phase {
+                Phase::Growing => t.warn,
+                Phase::Unknown => t.dim,
+                _ => t.text,
             };
-            l4.push(Span::styled(
-                trend,
-                if ins.phase == Phase::Growing {
-                    t.warn
-                } else {
-                    t.text
-                },
+            out.push((
+                9,
+                vec![
+                    Span::styled("  trend ", t.label),
+                    Span::styled(trend_words(&ins), style),
+                ],
             ));
-            if let Some(eta) = ins.full_in {
-                let sev = if eta.surely_within(app.config().alerts.forecast_below.as_secs_f64()) {
-                    Severity::Critical
-                } else {
-                    Severity::Warn
-                };
-                l4.push(Span::styled("  full in ", t.label));
-                l4.extend(value(eta.describe(), sev, t));
-            }
-            if let Some(pct) = ins.at_risk_pct {
-                l4.push(Span::styled("  ", t.label));
-                l4.extend(value(
-                    format!("at risk (peaks {pct:.0}%)"),
-                    Severity::Critical,
-                    t,
-                ));
+            let o = outlook(app, &ins, false);
+            if !o.is_empty() {
+                out.push((9, o));
             }
         }
-        l4.extend(slow_lane(g, t));
-        l4
+        out.extend(slow_lane(g, t));
+        out
     }
 }
 
 /// PCIe throughput, BAR1 and volatile ECC errors, where known.
-fn slow_lane(g: &GpuSample, t: &Theme) -> Vec<Span<'static>> {
+fn slow_lane(g: &GpuSample, t: &Theme) -> Vec<(u8, Vec<Span<'static>>)> {
     let mut out = Vec::new();
     if let (Some(rx), Some(tx)) = (g.pcie_rx_kbs, g.pcie_tx_kbs) {
-        out.push(Span::styled("  PCIe ", t.label));
-        out.push(Span::raw(format!(
-            "↓{} ↑{}/s",
-            bytes_short(rx as u64 * 1024),
-            bytes_short(tx as u64 * 1024)
-        )));
+        out.push((
+            2,
+            vec![
+                Span::styled("  PCIe ", t.label),
+                Span::raw(format!(
+                    "↓{} ↑{}/s",
+                    bytes_short(rx as u64 * 1024),
+                    bytes_short(tx as u64 * 1024)
+                )),
+            ],
+        ));
     }
     if let Some(b) = g.bar1 {
-        out.push(Span::styled("  BAR1 ", t.label));
-        out.push(Span::raw(format!(
-            "{}/{}",
-            bytes_short(b.used),
-            bytes_short(b.total)
-        )));
+        out.push((
+            1,
+            vec![
+                Span::styled("  BAR1 ", t.label),
+                Span::raw(format!("{}/{}", bytes_short(b.used), bytes_short(b.total))),
+            ],
+        ));
     }
     if let Some(e) = g.ecc_volatile
         && e > 0
     {
-        out.push(Span::styled(format!("  ECC {e}"), t.crit));
+        out.push((8, vec![Span::styled(format!("  ECC errors {e}"), t.crit)]));
     }
     out
-}
-
-/// One line per GPU, for many GPUs or short terminals.
-pub struct GpuLine<'a> {
-    pub app: &'a App,
-    pub index: usize,
-    pub selected: bool,
-}
-
-impl Widget for &GpuLine<'_> {
-    fn render(self, area: Rect, buf: &mut Buffer) {
-        let app = self.app;
-        let t = app.theme();
-        let i = self.index;
-        let slot = app.slot().unwrap_or(0);
-        let name = app
-            .system()
-            .gpus
-            .get(i)
-            .map_or("GPU", |d| short_name(&d.name));
-        let sel = self.selected && app.nav().focus == Pane::Gpus;
-        let mut spans = vec![Span::styled(
-            format!("{}{i:>2} {:<6.6} ", if sel { "▸" } else { " " }, name),
-            if sel { t.accent } else { t.title },
-        )];
-        let Some(g) = app
-            .history()
-            .gpu_at(i, slot)
-            .filter(|g| g.state != GpuState::Lost)
-        else {
-            spans.push(Span::styled("LOST: no readings", t.crit));
-            Line::from(spans).render(area, buf);
-            return;
-        };
-        let w = area.width;
-        let bar_w = (w / 5).clamp(8, 40);
-        spans.extend(memory_bar(app, g, app.gpu_peak(i).map(|p| p.0), bar_w));
-        if let Some(m) = g.mem {
-            spans.extend(used_of_total(app, g, m, "/"));
-        }
-        let used: usize = spans.iter().map(|s| s.width()).sum();
-        let rest = w.saturating_sub(used as u16);
-        let tail_w = 34u16;
-        let spark_w = rest.saturating_sub(tail_w + 2).min(30);
-        let mut x = area.x + used as u16;
-        Line::from(spans).render(area, buf);
-        if spark_w >= 6 {
-            x += 1;
-            let total = g.mem.map_or(1, |m| m.total / MIB);
-            let data = series(app, i, slot, spark_w as usize, Agg::Max, |g| {
-                g.mem_peak.or(g.mem.map(|m| m.used)).map(|b| b / MIB)
-            });
-            sparkline(
-                data,
-                total,
-                t.spark_mem,
-                Rect::new(x, area.y, spark_w, 1),
-                buf,
-            );
-            x += spark_w + 1;
-        }
-        if x < area.x + area.width {
-            Line::from(line_tail(app, i, g))
-                .render(Rect::new(x, area.y, area.x + area.width - x, 1), buf);
-        }
-    }
-}
-
-/// The end of a GPU line: utilisation, temperature, power, then the trend
-/// when memory moves by at least 1 MiB/s and the forecast.
-fn line_tail(app: &App, i: usize, g: &GpuSample) -> Vec<Span<'static>> {
-    let t = app.theme();
-    let th = &app.config().thresholds;
-    let mut tail: Vec<Span> = vec![Span::raw(" ")];
-    match g.util_gpu {
-        Some(u) => tail.extend(value(format!("{u:>3}%"), th.utilization.grade(u as f64), t)),
-        None => tail.push(Span::styled(" N/A", t.dim)),
-    }
-    if let Some(c) = g.temp_c {
-        tail.push(Span::raw(" "));
-        tail.extend(value(format!("{c}°C"), th.temperature.grade(c as f64), t));
-    }
-    if let (Some(p), Some((_, sev))) = (g.power_mw, power_level(app, g)) {
-        tail.push(Span::raw(" "));
-        tail.extend(value(format!("{}W", p / 1000), sev, t));
-    }
-    if let Some(ins) = app.gpu_insight(i) {
-        if matches!(ins.phase, Phase::Growing | Phase::Shrinking)
-            && ins.rate_bps.abs() >= MIB as f64
-        {
-            tail.push(Span::styled(
-                format!(" {}", rate_short(ins.rate_bps)),
-                t.warn,
-            ));
-        }
-        if let Some(eta) = ins.full_in {
-            tail.push(Span::styled(
-                format!(" full~{}", duration_short(eta.eta_s.round() as u64)),
-                t.crit,
-            ));
-        } else if ins.at_risk_pct.is_some() {
-            tail.push(Span::styled(" at risk", t.crit));
-        }
-    }
-    tail
 }

@@ -1,5 +1,5 @@
-//! The top line: host, driver, CUDA, time, interval, recording, pause or
-//! replay position, alert count.
+//! The top line: host, driver, CUDA, time, interval, the exporter's
+//! address, recording, pause or replay position, alert count.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -49,6 +49,10 @@ impl Widget for &HeaderBar<'_> {
             groups.push((4, vec![Span::styled(format!("  [{}]", sys.source), t.dim)]));
         }
         let mut right: Vec<Span> = Vec::new();
+        if let Some(addr) = &app.settings().serving {
+            right.push(Span::styled(format!("serving {}", short_addr(addr)), t.ok));
+            right.push(Span::raw("  "));
+        }
         if let Some(r) = &app.recording() {
             let mark = if r.warning.is_some() {
                 "● REC ⚠"
@@ -109,5 +113,25 @@ impl Widget for &HeaderBar<'_> {
             let r = Rect::new(area.x + area.width - right_w, area.y, right_w, 1);
             Line::from(right).render(r, buf);
         }
+    }
+}
+
+/// "0.0.0.0:9400" and "[::]:9400" as ":9400" (every address); others whole.
+fn short_addr(addr: &str) -> &str {
+    for any in ["0.0.0.0:", "[::]:"] {
+        if let Some(port) = addr.strip_prefix(any) {
+            return &addr[addr.len() - port.len() - 1..];
+        }
+    }
+    addr
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn any_address_is_shown_as_its_port() {
+        assert_eq!(super::short_addr("0.0.0.0:9400"), ":9400");
+        assert_eq!(super::short_addr("[::]:9400"), ":9400");
+        assert_eq!(super::short_addr("127.0.0.1:9400"), "127.0.0.1:9400");
     }
 }

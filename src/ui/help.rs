@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
 use crate::app::App;
-use crate::app::help::{LEGEND, key_lines};
+use crate::app::help::{FIXED, LEGEND, key_lines};
 use crate::app::layout::centered;
 
 pub struct Help<'a>(pub &'a App);
@@ -32,6 +32,12 @@ impl Widget for &Help<'_> {
                 ])
             })
             .collect();
+        for (k, d) in FIXED {
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {k:>key_w$}  "), t.accent),
+                Span::raw(d),
+            ]));
+        }
         lines.push(Line::raw(""));
         for (sym, what) in LEGEND {
             lines.push(Line::from(vec![
@@ -40,7 +46,11 @@ impl Widget for &Help<'_> {
             ]));
         }
         let h = (lines.len() as u16 + 2).min(area.height);
-        let w = (key_w as u16 + 62).min(area.width);
+        let mut w = (key_w as u16 + 62).min(area.width);
+        // No sliver of the screen behind at the edge.
+        if area.width - w < 4 {
+            w = area.width;
+        }
         let r = centered(area, w, h);
         Clear.render(r, buf);
         let total = lines.len() as u16;

@@ -75,56 +75,150 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
 
 fn overview(app: &App, o: &layout::Overview, buf: &mut Buffer) {
     let gpus = app.system().gpus.len();
-    match layout::card_style((o.header.width, o.footer.y + 1), gpus) {
-        CardStyle::Full => {
-            for i in 0..gpus {
-                let r = Rect::new(
-                    0,
-                    o.cards.y + i as u16 * layout::CARD_HEIGHT,
-                    o.cards.width,
-                    layout::CARD_HEIGHT,
-                );
-                if r.bottom() > o.cards.bottom() {
-                    break;
+    let sel = app.nav().selected_gpu;
+    let slots = layout::gpu_slots(o, gpus, sel);
+    for (i, r) in &slots {
+        let (i, r) = (*i, *r);
+        let selected = i == sel;
+        match o.style {
+            CardStyle::Full => match layout::side_width(r.width) {
+                Some(side) => {
+                    let card = Rect::new(r.x, r.y, r.width - side, r.height);
+                    (&gpu_card::GpuCard {
+                        app,
+                        index: i,
+                        selected,
+                    })
+                        .render(card, buf);
+                    let panel = Rect::new(r.x + card.width, r.y, side, r.height);
+                    (&gpu_card::TopProcesses { app, index: i }).render(panel, buf);
                 }
-                (&gpu_card::GpuCard {
+                None => (&gpu_card::GpuCard {
                     app,
                     index: i,
-                    selected: i == app.nav().selected_gpu,
+                    selected,
                 })
-                    .render(r, buf);
-            }
+                    .render(r, buf),
+            },
+            CardStyle::TwoLine => (&gpu_card::GpuTwoLine {
+                app,
+                index: i,
+                selected,
+            })
+                .render(r, buf),
+            CardStyle::Compact => (&gpu_card::GpuLine {
+                app,
+                index: i,
+                selected,
+            })
+                .render(r, buf),
         }
-        CardStyle::Compact => {
-            let lines = o.cards.height.saturating_sub(1);
-            // Scroll the GPU list so the selected GPU is visible.
-            let first = app
-                .nav()
-                .selected_gpu
-                .saturating_sub(lines.saturating_sub(1) as usize);
-            for (row, i) in (first..gpus).take(lines as usize).enumerate() {
-                let r = Rect::new(0, o.cards.y + row as u16, o.cards.width, 1);
-                (&gpu_card::GpuLine {
-                    app,
-                    index: i,
-                    selected: i == app.nav().selected_gpu,
-                })
-                    .render(r, buf);
-            }
-            if gpus > lines as usize {
-                let note = format!(" {} GPUs: Tab, then ↑↓ ", gpus);
-                let x = o.cards.width.saturating_sub(note.chars().count() as u16);
-                buf.set_string(x, o.cards.y + lines, note, app.theme().dim);
-            }
-            let rule = Rect::new(0, o.cards.y + lines, o.cards.width, 1);
-            Block::default()
-                .borders(Borders::TOP)
-                .border_style(app.theme().border)
-                .render(rule, buf);
+    }
+    if o.style != CardStyle::Full && o.cards.height > 0 {
+        let y = o.cards.bottom() - 1;
+        let rule = Rect::new(0, y, o.cards.width, 1);
+        Block::default()
+            .borders(Borders::TOP)
+            .border_style(app.theme().border)
+            .render(rule, buf);
+        if gpus > slots.len() {
+            let note = format!(" {} of {} GPUs: Tab, then ↑↓ ", slots.len(), gpus);
+            let x = o.cards.width.saturating_sub(note.chars().count() as u16);
+            buf.set_string(x, y, note, app.theme().dim);
         }
     }
     (&process_table::ProcessTable(app)).render(o.table, buf);
+    if let Some(d) = o.detail {
+        (&process_table::DetailLine(app)).render(d, buf);
+    }
     if let Some(e) = o.events {
         (&events::EventsPane(app)).render(e, buf);
+    }
+}
+
+/// Display width of spans.
+pub(crate) fn width_of(spans: &[Span]) -> usize {
+    spans.iter().map(Span::width).sum()
+}
+
+/// Groups of spans, each with how much it matters: while they are wider
+/// than `width`, the least (the later of equals) goes whole, so a figure
+/// is never cut from its label. Order is kept.
+pub(crate) fn fit(mut groups: Vec<(u8, Vec<Span<'static>>)>, width: usize) -> Vec<Span<'static>> {
+    let total = |g: &[(u8, Vec<Span>)]| g.iter().map(|(_, s)| width_of(s)).sum::<usize>();
+    while total(&groups) > width && groups.len() > 1 {
+        let Some(i) = (0..groups.len()).min_by_key(|i| (groups[*i].0, std::cmp::Reverse(*i)))
+        else {
+            break;
+        };
+        groups.remove(i);
+    }
+    groups.into_iter().flat_map(|(_, s)| s).collect()
+}
+
+/// Groups of spans flowed into lines of `width`: a group is never broken
+/// across lines (a value stays with its label), one wider than a line
+/// gets a line of its own.
+pub(crate) fn flow(
+    groups: Vec<Vec<Span<'static>>>,
+    width: usize,
+) -> Vec<ratatui::text::Line<'static>> {
+    let mut lines = Vec::new();
+    let mut cur: Vec<Span<'static>> = Vec::new();
+    let mut w = 0;
+    for g in groups {
+        let gw = width_of(&g);
+        if !cur.is_empty() && w + gw > width {
+            lines.push(ratatui::text::Line::from(std::mem::take(&mut cur)));
+            w = 0;
+        }
+        // A group that opens a line loses its leading gap.
+        let mut g = g;
+        if cur.is_empty() {
+            if let Some(first) = g.first_mut() {
+                let trimmed = first.content.trim_start().to_string();
+                first.content = trimmed.into();
+            }
+            w = width_of(&g);
+        } else {
+            w += gw;
+        }
+        cur.extend(g);
+    }
+    if !cur.is_empty() {
+        lines.push(ratatui::text::Line::from(cur));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(spans: &[Span]) -> String {
+        spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn fitting_drops_whole_groups_least_first() {
+        let g = |k, s: &str| (k, vec![Span::raw(s.to_string())]);
+        let groups = vec![g(9, "mem 39%"), g(1, "  clocks 1980"), g(5, "  temp 67°C")];
+        assert_eq!(
+            text(&fit(groups.clone(), 80)),
+            "mem 39%  clocks 1980  temp 67°C"
+        );
+        assert_eq!(text(&fit(groups.clone(), 20)), "mem 39%  temp 67°C");
+        assert_eq!(text(&fit(groups, 3)), "mem 39%");
+    }
+
+    #[test]
+    fn flowing_never_breaks_a_group() {
+        let g = |s: &str| vec![Span::raw(s.to_string())];
+        let lines = flow(
+            vec![g("allocated 1G"), g("  reserved 2G"), g("  (0.0 s ago)")],
+            26,
+        );
+        let t: Vec<String> = lines.iter().map(|l| text(&l.spans)).collect();
+        assert_eq!(t, ["allocated 1G  reserved 2G", "(0.0 s ago)"]);
     }
 }

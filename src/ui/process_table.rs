@@ -1,6 +1,9 @@
 //! The process table: one row per process per GPU, sorted and filtered,
 //! columns dropped by priority when the terminal is narrow. Other users'
-//! processes are dimmed; exited ones stay a while, marked.
+//! processes are dimmed; exited ones stay a while, marked. Commands are
+//! abbreviated to what tells them apart (`app::cmdline`); the selected
+//! one's whole command is on the detail line under the table, and
+//! Shift-←/→ scroll the column.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -8,6 +11,7 @@ use ratatui::style::Style;
 use ratatui::widgets::Widget;
 
 use crate::analysis::Phase;
+use crate::app::cmdline;
 use crate::app::layout::{column_spans, fit_columns};
 use crate::app::rows::Row;
 use crate::app::{App, Pane};
@@ -44,7 +48,7 @@ pub fn trend(app: &App, r: &Row) -> (String, Style) {
         return ("exited".into(), t.exited);
     }
     let Some(ins) = app.proc_insight(&r.id()) else {
-        return (String::new(), t.dim);
+        return ("warming up".into(), t.dim);
     };
     let v = ins.rate_bps;
     // The phase decides the arrow (it has hysteresis); the rate is its size.
@@ -61,7 +65,8 @@ pub fn trend(app: &App, r: &Row) -> (String, Style) {
             (format!("▼{}", rate_short(v).trim_start_matches('-')), t.ok)
         }
         Phase::Volatile => ("∿ swings".into(), t.dim),
-        Phase::Unknown => (String::new(), t.dim),
+        // Too few samples for a trend yet: say so rather than stay blank.
+        Phase::Unknown => ("warming up".into(), t.dim),
         _ => ("─".into(), t.dim),
     }
 }
@@ -111,6 +116,7 @@ fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
             None,
         ),
         Column::Age => (age_short(r.age_s(app.shown_ms())), None),
+        // Drawn by the table, abbreviated against the other rows.
         Column::Command => (f.label().to_string(), None),
     }
 }
@@ -163,10 +169,14 @@ impl Widget for &ProcessTable<'_> {
         let spans = column_spans(&cols, area.width);
         let sort = app.table().sort;
         let head_style = t.header.patch(t.label);
+        let hscroll = app.table().hscroll as usize;
         for (c, span) in cols.iter().zip(&spans) {
             let mut name = title(*c).to_string();
             if *c == sort.column {
                 name.push(if sort.descending { '▼' } else { '▲' });
+            }
+            if *c == Column::Command && hscroll > 0 {
+                name.push_str(&format!(" ◂{hscroll} (Shift-←)"));
             }
             put(
                 buf,
@@ -193,6 +203,12 @@ impl Widget for &ProcessTable<'_> {
         let body_h = area.height.saturating_sub(1) as usize;
         let start = app.table().offset.min(rows.len().saturating_sub(1));
         let focus = app.nav().focus == Pane::Procs;
+        let cmd_w = cols
+            .iter()
+            .zip(&spans)
+            .find(|(c, _)| **c == Column::Command)
+            .map_or(0, |(_, s)| s.1 as usize);
+        let commands = command_cells(&rows, cmd_w, hscroll);
         for (line, (i, r)) in rows.iter().enumerate().skip(start).take(body_h).enumerate() {
             let y = area.y + 1 + line as u16;
             let mut base = if r.exited {
@@ -207,7 +223,10 @@ impl Widget for &ProcessTable<'_> {
             }
             buf.set_style(Rect::new(area.x, y, area.width, 1), base);
             for (c, span) in cols.iter().zip(&spans) {
-                let (text, style) = cell(app, r, *c);
+                let (text, style) = match c {
+                    Column::Command => (commands[i].clone(), None),
+                    c => cell(app, r, *c),
+                };
                 let style = match style {
                     Some(st) if !r.exited => base.patch(st),
                     _ => base,
@@ -221,5 +240,54 @@ impl Widget for &ProcessTable<'_> {
             let x = area.x + area.width.saturating_sub(label.len() as u16);
             buf.set_string(x, area.y, label, t.dim);
         }
+    }
+}
+
+/// The command column's text for every row: abbreviated against the other
+/// rows, or the whole command scrolled by `hscroll`.
+fn command_cells(rows: &[Row], width: usize, hscroll: usize) -> Vec<String> {
+    let labels: Vec<&str> = rows.iter().map(|r| r.series.facts.label()).collect();
+    if hscroll > 0 {
+        return labels
+            .iter()
+            .map(|l| cmdline::scrolled(l, hscroll))
+            .collect();
+    }
+    cmdline::abbreviate_all(&labels, width)
+}
+
+/// Under the table: the selected process's PID, user, GPU and its whole
+/// command (scrolled with the command column).
+pub struct DetailLine<'a>(pub &'a App);
+
+impl Widget for &DetailLine<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        use ratatui::text::{Line, Span};
+        let app = self.0;
+        let t = app.theme();
+        let Some(s) = app
+            .table()
+            .selected
+            .and_then(|id| app.history().process(&id))
+        else {
+            return;
+        };
+        let exited = app.slot().is_some_and(|slot| s.at(slot).is_none());
+        let f = &s.facts;
+        let mut spans = vec![
+            Span::styled(format!(" ▸ PID {}", s.id.key.pid), t.label),
+            Span::styled(
+                format!(
+                    " {} GPU {}{}: ",
+                    f.user.as_deref().unwrap_or("?"),
+                    s.id.gpu,
+                    if exited { " (exited)" } else { "" }
+                ),
+                t.dim,
+            ),
+        ];
+        let hscroll = app.table().hscroll as usize;
+        spans.push(Span::styled(cmdline::scrolled(f.label(), hscroll), t.text));
+        Line::from(spans).render(area, buf);
     }
 }

@@ -52,7 +52,13 @@ impl Widget for &ProcessView<'_> {
         block.render(area, buf);
         let torch = s.torch.is_some();
         let alloc = torch.then(|| {
-            crate::ui::allocator::AllocatorFigures::new(app, s, slot, p.and_then(|p| p.mem))
+            crate::ui::allocator::AllocatorFigures::new(
+                app,
+                s,
+                slot,
+                p.and_then(|p| p.mem),
+                inner.width,
+            )
         });
         let alloc_h = alloc.as_ref().map_or(0, |a| a.height());
         let [facts_a, charts_a, stats_a, alloc_a] = Layout::vertical([
@@ -72,7 +78,13 @@ impl Widget for &ProcessView<'_> {
             .wrap(Wrap { trim: false })
             .render(facts_a, buf);
         self.memory_chart(s, slot, chart_a, buf);
-        Paragraph::new(vec![self.memory_figures(s, p), self.host_figures(p)]).render(stats_a, buf);
+        let alive = s.at(slot).is_some();
+        let figures = if alive {
+            self.memory_figures(s, p)
+        } else {
+            self.exit_figures(s)
+        };
+        Paragraph::new(vec![figures, self.host_figures(p)]).render(stats_a, buf);
         if let Some(alloc) = &alloc {
             (&crate::ui::allocator::AllocatorChart {
                 app,
@@ -225,6 +237,11 @@ impl ProcessView<'_> {
             l1.push(Span::styled(format!(" @{}", app.clock().hms(at)), t.dim));
         }
         if let Some(ins) = app.proc_insight(&self.id) {
+            if ins.phase == crate::analysis::Phase::Unknown {
+                l1.push(Span::styled("  trend ", t.label));
+                l1.push(Span::styled("warming up (too few samples yet)", t.dim));
+                return Line::from(l1);
+            }
             l1.push(Span::styled("  growth ", t.label));
             l1.push(Span::raw(rate_short(ins.rate_bps)));
             l1.push(Span::styled("  phase ", t.label));
@@ -238,6 +255,48 @@ impl ProcessView<'_> {
             }
         }
         Line::from(l1)
+    }
+
+    /// An exited process as what it is: when it went, how full its GPU
+    /// was then, its peak and last reading (no growth: it has none now).
+    fn exit_figures(&self, s: &ProcSeries) -> Line<'static> {
+        use crate::model::EventKind;
+        let app = self.app;
+        let t = app.theme();
+        let (pid, gpu) = (self.id.key.pid, self.id.gpu);
+        // The exit as the events have it; else the last time it was seen.
+        let exit = app.events().iter().rev().find(|e| {
+            matches!(e.kind, EventKind::ProcessExited | EventKind::SuspectedOom)
+                && e.pid == Some(pid)
+                && e.gpu == Some(gpu)
+                && e.t_ms >= s.last_seen_ms
+        });
+        let when = exit.map_or(s.last_seen_ms, |e| e.t_ms);
+        let full = app
+            .history()
+            .gpu_at(gpu as usize, s.last_slot)
+            .and_then(|g| g.mem)
+            .map(|m| m.used_pct());
+        let mut l = vec![
+            Span::styled("exited ", t.exited),
+            Span::raw(app.clock().hms(when)),
+        ];
+        if let Some(pct) = full {
+            l.push(Span::raw(format!(" with GPU {gpu} at {pct:.0}% full")));
+        }
+        if exit.is_some_and(|e| e.kind == EventKind::SuspectedOom) {
+            l.push(Span::styled(" (suspected OOM)", t.crit));
+        }
+        if let Some((pk, at)) = app.proc_peak(s) {
+            l.push(Span::styled("  peak ", t.label));
+            l.push(Span::styled(bytes_short(pk), t.peak_mark));
+            l.push(Span::styled(format!(" @{}", app.clock().hms(at)), t.dim));
+        }
+        if let Some(m) = s.at(s.last_slot).and_then(|p| p.mem) {
+            l.push(Span::styled("  last ", t.label));
+            l.push(Span::raw(bytes_short(m)));
+        }
+        Line::from(l)
     }
 
     /// Utilisation on the GPU and figures on the host.

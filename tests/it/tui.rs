@@ -8,7 +8,7 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Modifier;
 
-use vramwatch::app::{App, Event, fixture};
+use vramwatch::app::{App, Clock, Event, fixture};
 use vramwatch::config::{Config, Theme as ThemeName};
 use vramwatch::theme::{Depth, Theme};
 
@@ -108,17 +108,63 @@ fn help_at_every_size() {
 }
 
 #[test]
-fn crowded_node_uses_one_line_per_gpu() {
+fn crowded_node_fills_the_terminal_by_priority() {
     for size in SIZES {
         let app = at("crowded", 60, size);
         let buf = render(&app);
         insta::assert_snapshot!(format!("crowded_{}x{}", size.0, size.1), text(&buf));
-        // Every GPU has a line where the cards are compact.
+        // Every GPU is on screen, its figures labelled.
         let t = text(&buf);
         assert!(
-            t.contains(" 0 H200") && (size.1 < 30 || t.contains(" 7 H200")),
+            t.contains(" 0 H200") || t.contains("GPU 0 NVIDIA H200"),
             "{t}"
         );
+        assert!(
+            t.contains(" 7 H200") || t.contains("GPU 7 NVIDIA H200"),
+            "{t}"
+        );
+        assert!(t.contains("mem") && t.contains("util"), "{t}");
+        // The shards stay apart at every width.
+        assert!(t.contains("--shard 148"), "{t}");
+    }
+}
+
+/// The shipped H200 recording, replayed, times in UTC.
+fn h200(size: (u16, u16)) -> App {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/h200-2gpu-10min.jsonl.zst"
+    );
+    let app = vramwatch::commands::replay::open_app(
+        std::path::Path::new(file),
+        Config::default(),
+        "me".into(),
+        None,
+    )
+    .expect("the shipped recording opens");
+    let mut app = app.with_clock(Clock::Utc);
+    app.update(Event::Resize(size.0, size.1));
+    app
+}
+
+#[test]
+fn h200_replay_at_every_size() {
+    for size in SIZES {
+        let mut app = h200(size);
+        // Twelve processes on two GPUs, seven minutes in.
+        for _ in 0..430 {
+            key(&mut app, KeyCode::Right);
+        }
+        let t = text(&render(&app));
+        insta::assert_snapshot!(format!("h200_replay_{}x{}", size.0, size.1), t);
+        // The workers are told apart by what differs: their pipe handles.
+        let rows: Vec<&str> = t
+            .lines()
+            .filter(|l| l.contains(" root ") && !l.contains("▸"))
+            .collect();
+        assert!(rows.len() >= 12, "{t}");
+        assert!(rows.iter().all(|l| l.contains("pipe_handle=")), "{t}");
+        assert!(!rows.iter().any(|l| l.contains("/opt/torch")), "{t}");
     }
 }
 
@@ -179,6 +225,11 @@ fn no_size_panics() {
                 key(&mut app, KeyCode::Enter);
                 render(&app);
                 key(&mut app, KeyCode::Char('?'));
+                render(&app);
+                key(&mut app, KeyCode::Char('?'));
+                key(&mut app, KeyCode::Esc);
+                key(&mut app, KeyCode::Char('e'));
+                key(&mut app, KeyCode::Down);
                 render(&app);
             }
         }
@@ -309,4 +360,185 @@ fn process_view_shows_the_pytorch_allocator_when_the_process_publishes_it() {
         assert_eq!(buf[(x, y)].style().fg, app.theme().label.fg, "labelled");
         insta::assert_snapshot!(format!("process_torch_{}x{}", size.0, size.1), screen);
     }
+}
+
+// ---- the small edges -----------------------------------------------------
+
+fn footer(buf: &Buffer) -> String {
+    let y = buf.area.height - 1;
+    (0..buf.area.width)
+        .map(|x| buf[(x, y)].symbol())
+        .collect::<String>()
+        .trim_end()
+        .to_owned()
+}
+
+#[test]
+fn the_footer_drops_whole_hints_when_narrow() {
+    let whole = [
+        "quit",
+        "help",
+        "filter",
+        "sort",
+        "details",
+        "GPUs/procs",
+        "events",
+        "pause",
+        "record",
+        "back",
+        "terminate",
+        "kill",
+        "GPU",
+        "play",
+        "step",
+        "speed",
+        "live",
+        "scrub",
+    ];
+    let mut screens: Vec<App> = Vec::new();
+    for w in [50u16, 63, 80, 99] {
+        let mut app = at("demo", 30, (w, 24));
+        screens.push(fixture::app("demo", 1, 30, (w, 24)));
+        key(&mut app, KeyCode::Char(' '));
+        screens.push(app);
+        let mut app = at("demo", 30, (w, 24));
+        key(&mut app, KeyCode::Enter);
+        screens.push(app);
+    }
+    for app in &screens {
+        let f = footer(&render(app));
+        let last = f.split_whitespace().last().unwrap_or("");
+        assert!(
+            whole.contains(&last),
+            "cut footer at {:?}: {f:?}",
+            app.size()
+        );
+        assert!(f.contains("? help"), "{f}");
+    }
+}
+
+#[test]
+fn every_sorted_column_shows_its_arrow() {
+    for w in [80u16, 120, 200] {
+        let mut app = at("demo", 30, (w, 40));
+        let cols = vramwatch::app::layout::sortable_columns(&app.config().display.columns, w);
+        for _ in 0..cols.len() {
+            key(&mut app, KeyCode::Char('>'));
+            let c = app.table().sort.column;
+            let title = vramwatch::ui::process_table::title(c);
+            let arrow = if app.table().sort.descending {
+                '▼'
+            } else {
+                '▲'
+            };
+            let t = text(&render(&app));
+            assert!(
+                t.contains(&format!("{title}{arrow}")),
+                "{w}: {c:?} has no arrow:\n{t}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_trend_says_it_is_warming_up() {
+    let app = at("demo", 3, (120, 40));
+    let t = text(&render(&app));
+    assert!(t.contains("warming up"), "{t}");
+    let app = at("demo", 60, (120, 40));
+    let t = text(&render(&app));
+    assert!(!t.contains("warming up"), "{t}");
+}
+
+#[test]
+fn the_pytorch_figures_keep_each_value_with_its_label() {
+    for size in SIZES {
+        let mut app = at("demo", 90, size);
+        key(&mut app, KeyCode::Char('/'));
+        for c in "rank 0".chars() {
+            key(&mut app, KeyCode::Char(c));
+        }
+        key(&mut app, KeyCode::Enter);
+        key(&mut app, KeyCode::Enter);
+        let t = text(&render(&app));
+        for whole in [
+            "(read 0.0s ago)",
+            "PYTORCH_CUDA_ALLOC_CONF (unset)",
+            "largest free block 1.13G",
+            "outside the allocator 512M",
+        ] {
+            assert!(t.contains(whole), "{size:?}: `{whole}` broken:\n{t}");
+        }
+    }
+}
+
+#[test]
+fn serving_shows_in_the_header() {
+    let (system, snaps) = fixture::analysed("demo", 1, 5, "me", &Config::default());
+    let mut settings = fixture::settings(Config::default(), system);
+    settings.serving = Some("0.0.0.0:9400".into());
+    let mut app = App::live(settings);
+    app.update(Event::Resize(120, 40));
+    for s in snaps {
+        app.update(Event::Snapshot(s));
+    }
+    let buf = render(&app);
+    let header: String = (0..120).map(|x| buf[(x, 0)].symbol()).collect();
+    assert!(header.contains("serving :9400"), "{header}");
+    let app = at("demo", 5, (120, 40));
+    let buf = render(&app);
+    let header: String = (0..120).map(|x| buf[(x, 0)].symbol()).collect();
+    assert!(!header.contains("serving"), "{header}");
+}
+
+#[test]
+fn an_exited_process_is_described_as_exited() {
+    // The leaking eval loop ran out of memory at 12:01:27.
+    let mut app = at("demo", 90, (120, 40));
+    key(&mut app, KeyCode::Char('/'));
+    for c in "eval_loop".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Enter);
+    let t = text(&render(&app));
+    assert!(t.contains("PID 52090"), "{t}");
+    assert!(
+        t.contains("exited 12:01:27 with GPU 1 at 100% full (suspected OOM)"),
+        "{t}"
+    );
+    assert!(t.contains("peak 43.0G"), "{t}");
+    assert!(!t.contains("growth") && !t.contains("LEAK"), "{t}");
+}
+
+#[test]
+fn cards_are_labelled_at_every_size() {
+    for size in SIZES {
+        let app = at("demo", 90, size);
+        let t = text(&render(&app));
+        for label in ["mem", "util", "reserved", "peak", "temp", "power", "trend"] {
+            assert!(t.contains(label), "{size:?}: no `{label}`:\n{t}");
+        }
+        // The 80×24 screen keeps the table its rows.
+        let rows = t
+            .lines()
+            .filter(|l| l.contains(" H200") || l.contains("GPU "))
+            .count();
+        assert!(rows >= 4, "{t}");
+    }
+}
+
+#[test]
+fn the_events_pane_scrolls_and_selects() {
+    let mut app = at("demo", 90, (120, 40));
+    key(&mut app, KeyCode::Char('e'));
+    for _ in 0..10 {
+        key(&mut app, KeyCode::Down);
+    }
+    let buf = render(&app);
+    let t = text(&buf);
+    insta::assert_snapshot!("events_selected_120x40", t);
+    // The oldest event is in view, selected (reversed).
+    let (_, y) = find(&buf, "PID 39004 started").expect("scrolled to the oldest");
+    assert!(buf[(2, y)].modifier.contains(Modifier::REVERSED));
 }

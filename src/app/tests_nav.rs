@@ -1,0 +1,277 @@
+//! `App::update` for what a new user tries: the mouse, sorting by a
+//! header, the first row, command scrolling, user and GPU filters, the
+//! events pane and the jumps between events.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+
+use super::*;
+use crate::app::fixture;
+use crate::app::playback::VecTimeline;
+use crate::config::{Column, Config};
+
+fn key(app: &mut App, code: KeyCode) -> Option<Action> {
+    app.update(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn ch(app: &mut App, c: char) -> Option<Action> {
+    let m = if c.is_ascii_uppercase() {
+        KeyModifiers::SHIFT
+    } else {
+        KeyModifiers::NONE
+    };
+    app.update(Event::Key(KeyEvent::new(KeyCode::Char(c), m)))
+}
+
+fn demo(seconds: u64) -> App {
+    fixture::app("demo", 1, seconds, (120, 40))
+}
+
+fn selected_pid(app: &App) -> u32 {
+    app.table().selected.map(|s| s.key.pid).unwrap_or(0)
+}
+
+fn click(app: &mut App, column: u16, row: u16) {
+    app.update(Event::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }));
+}
+
+#[test]
+fn mouse_is_on_by_default_and_clicks_select() {
+    let mut app = demo(10);
+    let rows: Vec<u32> = app.rows().iter().map(|r| r.id().key.pid).collect();
+    let body = layout::table_body(app.size(), app.system().gpus.len(), false, false);
+    click(&mut app, 10, body.y + 2);
+    assert_eq!(selected_pid(&app), rows[2]);
+    // `[display] mouse = false` turns it off.
+    let mut config = Config::default();
+    config.display.mouse = false;
+    let mut app = fixture::app_with(config, "demo", 1, 10, (120, 40));
+    click(&mut app, 10, body.y + 2);
+    assert_eq!(selected_pid(&app), rows[0], "mouse off");
+}
+
+#[test]
+fn clicking_a_header_sorts_and_again_inverts() {
+    let mut app = demo(10);
+    let table = layout::overview(app.size(), 4, false, false).table;
+    let cols = layout::fit_columns(&app.config().display.columns, table.width);
+    let spans = layout::column_spans(&cols, table.width);
+    let x = |c: Column| spans[cols.iter().position(|x| *x == c).unwrap()].0;
+    click(&mut app, x(Column::Pid), table.y);
+    assert_eq!(app.table().sort.column, Column::Pid);
+    assert!(!app.table().sort.descending, "PIDs sort up first");
+    click(&mut app, x(Column::Pid) + 2, table.y);
+    assert!(app.table().sort.descending, "a second click inverts");
+    let pids: Vec<u32> = app
+        .rows()
+        .iter()
+        .filter(|r| !r.exited)
+        .map(|r| r.id().key.pid)
+        .collect();
+    assert!(pids.windows(2).all(|w| w[0] > w[1]), "{pids:?}");
+}
+
+#[test]
+fn clicking_a_gpu_shows_its_processes_and_again_all() {
+    let mut app = demo(10);
+    let o = layout::overview(app.size(), 4, false, false);
+    let (_, card) = layout::gpu_slots(&o, 4, 0)[2];
+    click(&mut app, 30, card.y + 1);
+    assert_eq!(app.table().filter, "gpu:2");
+    assert_eq!(app.nav().selected_gpu, 2);
+    assert!(!app.rows().is_empty());
+    assert!(app.rows().iter().all(|r| r.id().gpu == 2));
+    click(&mut app, 30, card.y + 1);
+    assert_eq!(app.table().filter, "");
+}
+
+#[test]
+fn the_selection_is_the_top_row_until_the_user_moves_it() {
+    // The sim's rows change order as memory moves; Enter right away opens
+    // what is on top, whatever was on top when the first sample came.
+    let (_, snaps) = fixture::analysed("demo", 1, 60, "me", &Config::default());
+    let mut app = demo(0);
+    for s in &snaps {
+        app.update(Event::Snapshot(s.clone()));
+        let top = app.rows().first().map(|r| r.id());
+        assert_eq!(app.table().selected, top, "at {}", s.snapshot.t_ms);
+    }
+    let top = app.rows()[0].id();
+    assert_eq!(key(&mut app, KeyCode::Enter), Some(Action::Inspect(top)));
+    key(&mut app, KeyCode::Esc);
+    // Once moved, the selection follows its process.
+    ch(&mut app, 'j');
+    let chosen = app.table().selected;
+    assert_ne!(chosen, Some(top));
+    let (_, more) = fixture::analysed("demo", 1, 90, "me", &Config::default());
+    for s in &more[60..] {
+        app.update(Event::Snapshot(s.clone()));
+    }
+    assert_eq!(app.table().selected, chosen);
+}
+
+#[test]
+fn inverting_the_sort_holds_across_columns() {
+    let mut app = demo(10);
+    app.update(Event::Resize(200, 60));
+    ch(&mut app, 'I');
+    assert!(!app.table().sort.descending, "memory, smallest first");
+    ch(&mut app, '>');
+    assert_eq!(app.table().sort.column, Column::Trend);
+    assert!(!app.table().sort.descending, "still inverted");
+    ch(&mut app, '<');
+    ch(&mut app, '<');
+    assert_eq!(app.table().sort.column, Column::Kind);
+    assert!(app.table().sort.descending, "names inverted: Z to A");
+    ch(&mut app, 'I');
+    ch(&mut app, 's');
+    assert!(
+        app.table().sort.descending,
+        "back to each column's own order"
+    );
+}
+
+#[test]
+fn shift_arrows_scroll_the_command_and_plain_arrows_step_in_time() {
+    let mut app = demo(10);
+    let shift = |code| Event::Key(KeyEvent::new(code, KeyModifiers::SHIFT));
+    app.update(shift(KeyCode::Right));
+    app.update(shift(KeyCode::Right));
+    assert_eq!(app.table().hscroll, 16);
+    assert!(!app.paused(), "a scroll is not a step");
+    app.update(shift(KeyCode::Left));
+    assert_eq!(app.table().hscroll, 8);
+    for _ in 0..50 {
+        app.update(shift(KeyCode::Right));
+    }
+    let longest = app
+        .rows()
+        .iter()
+        .map(|r| r.series.facts.label().chars().count())
+        .max()
+        .unwrap();
+    assert!((app.table().hscroll as usize) < longest, "stops at the end");
+    key(&mut app, KeyCode::Left);
+    assert!(app.paused());
+}
+
+#[test]
+fn u_cycles_users_and_gpu_terms_filter() {
+    let mut app = demo(10);
+    ch(&mut app, 'u');
+    assert_eq!(app.table().filter, "user:alice");
+    assert!(
+        app.rows()
+            .iter()
+            .all(|r| r.series.facts.user.as_deref() == Some("alice"))
+    );
+    ch(&mut app, 'u');
+    assert_eq!(app.table().filter, "user:bob");
+    for _ in 0..10 {
+        ch(&mut app, 'u');
+    }
+    // Past the last user: everyone's again, and round.
+    let users: std::collections::BTreeSet<String> = app
+        .rows()
+        .iter()
+        .filter_map(|r| r.series.facts.user.as_deref().map(str::to_owned))
+        .collect();
+    assert!(users.len() > 1 || app.table().filter.starts_with("user:"));
+    // `/gpu:1` in the filter.
+    key(&mut app, KeyCode::Esc);
+    ch(&mut app, '/');
+    for c in "gpu:1".chars() {
+        ch(&mut app, c);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert!(!app.rows().is_empty());
+    assert!(app.rows().iter().all(|r| r.id().gpu == 1));
+}
+
+#[test]
+fn t_says_why_there_is_no_tree() {
+    let mut app = demo(5);
+    ch(&mut app, 't');
+    assert!(app.message().unwrap().text.contains("parent PIDs"));
+}
+
+#[test]
+fn events_scroll_select_and_enter_goes_there_live() {
+    let mut app = demo(90);
+    ch(&mut app, 'e');
+    assert_eq!(app.nav().focus, Pane::Events, "e gives the pane the arrows");
+    let n = app.events().len();
+    assert!(n > app.events_height(), "more events than lines: {n}");
+    // Down from none selects the newest; End the oldest, scrolled into view.
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.events_view().selected, Some(0));
+    ch(&mut app, 'G');
+    assert_eq!(app.events_view().selected, Some(n - 1));
+    let v = app.events_view();
+    assert!(v.offset + app.events_height() > n - 1 && v.offset < n);
+    // Enter: paused at that event's moment, and said so.
+    key(&mut app, KeyCode::Up);
+    let e = app.event_at(n - 2).unwrap().clone();
+    key(&mut app, KeyCode::Enter);
+    assert!(app.paused());
+    assert_eq!(app.shown_ms(), e.t_ms);
+    assert!(app.message().unwrap().text.contains(&e.message));
+    // New events keep the selection on its event.
+    let (_, more) = fixture::analysed("demo", 1, 130, "me", &Config::default());
+    let before = app.events().len();
+    for s in &more[90..] {
+        app.update(Event::Snapshot(s.clone()));
+    }
+    assert!(app.events().len() > before);
+    let sel = app.events_view().selected.unwrap();
+    assert_eq!(app.event_at(sel), Some(&e));
+    // Tab cycles processes, GPUs, events; e closes and gives the arrows back.
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.nav().focus, Pane::Procs);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.nav().focus, Pane::Gpus);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.nav().focus, Pane::Events);
+    ch(&mut app, 'e');
+    assert!(!app.nav().show_events);
+    assert_eq!(app.nav().focus, Pane::Procs);
+}
+
+#[test]
+fn jumping_between_events_says_where_it_landed() {
+    let (system, snaps) = fixture::snapshots("demo", 1, 120, "me");
+    let mut app = App::replaying_from(
+        fixture::settings(Config::default(), system),
+        Box::new(VecTimeline(snaps)),
+    );
+    ch(&mut app, ']');
+    let t = app.shown_ms();
+    let m = app.message().unwrap().text.clone();
+    assert!(m.starts_with("event "), "{m}");
+    let e = app.events().iter().find(|e| e.t_ms == t).unwrap();
+    assert!(m.contains(&e.message), "{m}");
+    // The pane selects it too; Enter on another event moves the playhead.
+    ch(&mut app, 'e');
+    let sel = app.events_view().selected.unwrap();
+    assert_eq!(app.event_at(sel).unwrap().t_ms, t);
+    key(&mut app, KeyCode::Home);
+    ch(&mut app, 'g');
+    key(&mut app, KeyCode::Enter);
+    let newest = app.events().back().unwrap().t_ms;
+    assert_eq!(app.shown_ms(), newest);
+}
+
+#[test]
+fn the_short_forecast_rounds_as_the_long_one() {
+    let e = Eta {
+        low_s: 160.0,
+        eta_s: 201.0,
+        high_s: Some(240.0),
+    };
+    assert_eq!(e.describe(), "~3m20s (2m40s–4m00s)");
+    assert_eq!(e.describe_short(), "~3m20s");
+}
