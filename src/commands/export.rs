@@ -9,10 +9,19 @@
 //! full (central, earliest, latest), the at-risk share, the leaking
 //! processes and the alerts raised then; per process its growth, phase and
 //! leak flag.
+//!
+//! The recording is streamed (memory does not grow with it); damaged lines
+//! are skipped and counted, and then the command fails with exit code 1
+//! after writing what could be read. Text from the recording is cleaned
+//! of control characters, and a cell a spreadsheet would take for a
+//! formula (`=`, `+`, `-`, `@` first) gets a `'` in front. With `-o` the
+//! CSV goes to a temporary file beside the target, renamed over it once
+//! complete: a failure leaves no partial file.
 
-use std::fs::File;
+use std::borrow::Cow;
+use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -22,7 +31,7 @@ use crate::cli::ExportArgs;
 use crate::model::units::MIB;
 use crate::model::{GpuSample, ProcSample};
 use crate::pipeline::{Analyzed, analyse};
-use crate::record::Recording;
+use crate::record::Reader;
 
 #[derive(Serialize)]
 struct GpuRow<'a> {
@@ -82,10 +91,10 @@ struct ProcRow<'a> {
     dec_util_pct: Option<u32>,
     cpu_pct: Option<f32>,
     rss_mib: Option<f64>,
-    user: Option<&'a str>,
-    container: Option<&'a str>,
-    name: Option<&'a str>,
-    command: Option<&'a str>,
+    user: Option<Cow<'a, str>>,
+    container: Option<Cow<'a, str>>,
+    name: Option<Cow<'a, str>>,
+    command: Option<Cow<'a, str>>,
     growth_bps: Option<f64>,
     phase: &'static str,
     leak: Option<u8>,
@@ -125,7 +134,7 @@ fn gpu_row<'a>(time: &'a str, a: &Analyzed, g: &GpuSample) -> GpuRow<'a> {
         mem_total_mib: g.mem.map(|m| mib(m.total)),
         mem_used_pct: g.mem.map(|m| (m.used_pct() * 100.0).round() / 100.0),
         mem_peak_mib: g.mem_peak.map(mib),
-        unaccounted_mib: g.unaccounted(&s.procs).map(mib),
+        unaccounted_mib: unaccounted(g, &s.procs).map(mib),
         processes: s.procs.iter().filter(|p| p.gpu == g.index).count(),
         util_gpu_pct: g.util_gpu,
         util_mem_pct: g.util_mem,
@@ -177,127 +186,257 @@ fn proc_row<'a>(time: &'a str, a: &Analyzed, p: &'a ProcSample) -> ProcRow<'a> {
         dec_util_pct: p.dec_util,
         cpu_pct: p.cpu_pct,
         rss_mib: p.rss.map(mib),
-        user: p.user.as_deref(),
-        container: p.container.as_deref(),
-        name: p.name.as_deref(),
-        command: p.command.as_deref(),
+        user: p.user.as_deref().map(cell),
+        container: p.container.as_deref().map(cell),
+        name: p.name.as_deref().map(cell),
+        command: p.command.as_deref().map(cell),
         growth_bps: pa.and_then(|x| x.rate).map(|r| r.bps.round()),
         phase: pa.map_or("", |x| x.phase.name()),
         leak: pa.map(|x| u8::from(x.leak.is_some())),
     }
 }
 
-/// `2026-11-20T10:00:01.500Z`.
+/// Text from a recording as a CSV cell: control characters removed, and a
+/// `'` before what a spreadsheet would run as a formula.
+fn cell(s: &str) -> Cow<'_, str> {
+    let formula = |t: &str| {
+        t.starts_with(['\t', '\r']) || t.trim_start().starts_with(['=', '+', '-', '@', '\u{FF1D}'])
+    };
+    let clean = if s.chars().any(char::is_control) {
+        Cow::Owned(crate::sanitize::clean(s))
+    } else {
+        Cow::Borrowed(s)
+    };
+    if formula(s) || formula(&clean) {
+        Cow::Owned(format!("'{clean}"))
+    } else {
+        clean
+    }
+}
+
+/// Memory no listed process accounts for (a saturating sum: figures from
+/// a file may be anything).
+fn unaccounted(g: &GpuSample, procs: &[ProcSample]) -> Option<u64> {
+    let used = g.mem?.used;
+    let sum = procs
+        .iter()
+        .filter(|p| p.gpu == g.index)
+        .filter_map(|p| p.mem)
+        .fold(0u64, u64::saturating_add);
+    Some(used.saturating_sub(sum))
+}
+
+/// `2026-11-20T10:00:01.500Z` (a time past the year 9999, which only a
+/// damaged file holds, as milliseconds).
 pub fn rfc3339(t_ms: u64) -> String {
-    humantime::format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(t_ms))
-        .to_string()
+    crate::record::when(t_ms)
+}
+
+/// The sampling interval a recording says, as the analysis may use it.
+pub(crate) fn interval_of(ms: u64) -> std::time::Duration {
+    std::time::Duration::from_millis(ms.clamp(100, 3_600_000))
 }
 
 pub fn run(args: &ExportArgs) -> Result<()> {
-    let rec = Recording::open(&args.file)?;
+    let mut rec = Reader::open(&args.file)?;
+    let file = rec.name().to_owned();
+    let system = rec.header().system.clone();
+    if let Some(g) = args.gpu
+        && !system.gpus.iter().any(|d| d.index == g)
+    {
+        let idx: Vec<String> = system.gpus.iter().map(|d| d.index.to_string()).collect();
+        bail!(
+            "--gpu {g}: {file} has GPU{} {}",
+            if idx.len() == 1 { "" } else { "s" },
+            if idx.is_empty() {
+                "none".into()
+            } else {
+                idx.join(", ")
+            }
+        );
+    }
+    let rows = match &args.output {
+        Some(p) => {
+            let mut out = Output::create(p)?;
+            let rows = write_rows(&mut rec, args, out.writer()?)?;
+            if rows > 0 || args.process.is_none() {
+                out.commit()?;
+            }
+            rows
+        }
+        None => write_rows(&mut rec, args, std::io::stdout().lock())?,
+    };
     for w in rec.warnings() {
         eprintln!("vramwatch: warning: {w}");
     }
-    let file = args.file.display();
-    if let Some(g) = args.gpu
-        && !rec.system().gpus.iter().any(|d| d.index == g)
-    {
-        bail!(
-            "--gpu {g}: {file} has GPU{} {}",
-            if rec.system().gpus.len() == 1 {
-                ""
-            } else {
-                "s"
-            },
-            gpu_list(&rec)
-        );
+    for w in rec.damage().lines_for_people() {
+        eprintln!("vramwatch: warning: {w}");
     }
     if let Some(pid) = args.process
-        && !rec
-            .processes()
-            .any(|p| p.pid == pid && args.gpu.is_none_or(|g| g == p.gpu))
+        && rows == 0
     {
         bail!(
             "PID {pid} does not appear in {file}{}",
             args.gpu.map_or(String::new(), |g| format!(" on GPU {g}"))
         );
     }
-    let out: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(File::create(p).with_context(|| format!("creating {}", p.display()))?),
-        None => Box::new(std::io::stdout().lock()),
-    };
-    let mut csv = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, out));
-    let rows = write_rows(&rec, args, &mut csv)?;
-    csv.flush()
-        .with_context(|| format!("writing {}", output_name(args.output.as_deref())))?;
     if let Some(p) = &args.output {
-        eprintln!("vramwatch: wrote {rows} rows to {}", p.display());
+        eprintln!(
+            "vramwatch: wrote {rows} rows to {}",
+            crate::sanitize::clean(&p.display().to_string())
+        );
     }
-    Ok(())
+    match rec.incomplete("CSV") {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }
 
-fn write_rows<W: Write>(
-    rec: &Recording,
-    args: &ExportArgs,
-    csv: &mut csv::Writer<W>,
-) -> Result<u64> {
-    let out = output_name(args.output.as_deref());
+/// Writes the rows of every snapshot; an error reading the recording or
+/// writing the output stops it.
+fn write_rows<W: Write>(rec: &mut Reader, args: &ExportArgs, out: W) -> Result<u64> {
+    let name = output_name(args.output.as_deref());
+    let mut csv = csv::Writer::from_writer(BufWriter::with_capacity(1 << 16, out));
     let mut rows = 0u64;
     // The analysis as the dashboard would have had it, with the recording's
     // interval.
-    let interval = std::time::Duration::from_millis(rec.header().interval_ms.max(100));
+    let interval = interval_of(rec.header().interval_ms);
     let config = crate::config::Config::default().with_interval(Some(interval));
     let mut analyzer = Analyzer::new(&AnalysisConfig::from_config(&config));
-    for s in rec.iter() {
+    let gpu_ok = |g: u32| args.gpu.is_none_or(|want| want == g);
+    for s in rec.by_ref() {
         let a = analyse(&mut analyzer, std::sync::Arc::new(s?));
         let s = &*a.snapshot;
         let time = rfc3339(s.t_ms);
-        let gpu_ok = |g: u32| args.gpu.is_none_or(|want| want == g);
         if let Some(pid) = args.process {
             for p in s.procs.iter().filter(|p| p.pid == pid && gpu_ok(p.gpu)) {
                 csv.serialize(proc_row(&time, &a, p))
                     .map_err(csv_error)
-                    .with_context(|| format!("writing {out}"))?;
+                    .with_context(|| format!("writing {name}"))?;
                 rows += 1;
             }
         } else {
             for g in s.gpus.iter().filter(|g| gpu_ok(g.index)) {
                 csv.serialize(gpu_row(&time, &a, g))
                     .map_err(csv_error)
-                    .with_context(|| format!("writing {out}"))?;
+                    .with_context(|| format!("writing {name}"))?;
                 rows += 1;
             }
         }
     }
+    csv.flush().with_context(|| format!("writing {name}"))?;
     Ok(rows)
 }
 
 /// A CSV error, with an I/O error as itself (so a closed pipe, as in
 /// `vramwatch export ... | head`, is recognised as one).
 fn csv_error(e: csv::Error) -> anyhow::Error {
-    if !e.is_io_error() {
-        return e.into();
-    }
     match e.into_kind() {
         csv::ErrorKind::Io(io) => io.into(),
-        other => anyhow::anyhow!("{other:?}"),
+        csv::ErrorKind::Serialize(msg) => anyhow::anyhow!("{msg}"),
+        _ => anyhow::anyhow!("the CSV writer failed"),
     }
 }
 
 fn output_name(p: Option<&Path>) -> String {
-    p.map_or_else(|| "standard output".into(), |p| p.display().to_string())
+    p.map_or_else(
+        || "standard output".into(),
+        |p| crate::sanitize::clean(&p.display().to_string()),
+    )
 }
 
-fn gpu_list(rec: &Recording) -> String {
-    let idx: Vec<String> = rec
-        .system()
-        .gpus
-        .iter()
-        .map(|d| d.index.to_string())
-        .collect();
-    if idx.is_empty() {
-        "none".into()
-    } else {
-        idx.join(", ")
+/// An output file: a temporary file beside it until complete, then
+/// renamed over it; removed if not completed. A FIFO or a device (`-o
+/// /dev/stdout`) is written in place.
+pub(crate) struct Output {
+    path: PathBuf,
+    temp: Option<PathBuf>,
+    file: Option<File>,
+}
+
+impl Output {
+    pub(crate) fn create(path: &Path) -> Result<Output> {
+        let name = output_name(Some(path));
+        if let Ok(m) = fs::metadata(path) {
+            if m.is_dir() {
+                bail!("-o {name}: is a directory; give a file name");
+            }
+            if !m.is_file() {
+                let file = OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .with_context(|| format!("opening {name}"))?;
+                return Ok(Output {
+                    path: path.to_owned(),
+                    temp: None,
+                    file: Some(file),
+                });
+            }
+        }
+        let Some(base) = path.file_name() else {
+            bail!("-o {name}: give a file name");
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let mut last = None;
+        for n in 0..100 {
+            let temp = dir.join(format!(
+                ".{}.{}.{n}.tmp",
+                base.to_string_lossy(),
+                std::process::id()
+            ));
+            match OpenOptions::new().write(true).create_new(true).open(&temp) {
+                Ok(file) => {
+                    return Ok(Output {
+                        path: path.to_owned(),
+                        temp: Some(temp),
+                        file: Some(file),
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => {
+                    return Err(e).with_context(|| {
+                        format!("creating a temporary file beside {name} to write it")
+                    });
+                }
+            }
+        }
+        let e = last.unwrap_or_else(|| std::io::Error::other("no name free"));
+        Err(e).with_context(|| format!("creating a temporary file beside {name} to write it"))
+    }
+
+    /// Where to write: the temporary file, or the target when written in
+    /// place.
+    pub(crate) fn path(&self) -> &Path {
+        self.temp.as_deref().unwrap_or(&self.path)
+    }
+
+    fn writer(&mut self) -> Result<&mut File> {
+        self.file.as_mut().context("the output file is closed")
+    }
+
+    /// Puts the complete file in place.
+    pub(crate) fn commit(mut self) -> Result<()> {
+        let name = output_name(Some(&self.path));
+        if let Some(f) = self.file.take() {
+            f.sync_all().with_context(|| format!("writing {name}"))?;
+        }
+        if let Some(temp) = self.temp.take()
+            && let Err(e) = fs::rename(&temp, &self.path)
+        {
+            let _ = fs::remove_file(&temp);
+            return Err(e).with_context(|| format!("writing {name}"));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let _ = fs::remove_file(temp);
+        }
     }
 }

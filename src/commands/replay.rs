@@ -1,9 +1,12 @@
 //! `vramwatch replay FILE`: the dashboard over a recording, with a timeline.
 //! The recording is the source: it is opened with its index (a day-long
 //! file opens without being decoded), and the App loads windows of it as
-//! the user moves.
+//! the user moves. What could not be read is skipped (a snapshot that
+//! cannot be read is a gap); after the dashboard closes, the warnings are
+//! printed and the command fails with exit code 1 if anything was skipped.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
@@ -17,7 +20,7 @@ use crate::record::Recording;
 use crate::theme::{Theme, depth_from_env};
 
 /// A recording as replay's timeline.
-pub struct RecordingTimeline(pub Recording);
+pub struct RecordingTimeline(pub Arc<Recording>);
 
 impl Timeline for RecordingTimeline {
     fn len(&self) -> usize {
@@ -29,7 +32,8 @@ impl Timeline for RecordingTimeline {
     }
 
     fn get(&self, i: usize) -> Option<Snapshot> {
-        // A snapshot that cannot be read is a gap (the App counts them).
+        // A snapshot that cannot be read is a gap (the App counts them; the
+        // recording keeps why, for the warnings at the end).
         self.0.get(i).ok()
     }
 
@@ -45,16 +49,23 @@ impl Timeline for RecordingTimeline {
 /// Opens `path` and builds the App over it (the part tests and benches
 /// use), with the theme given (`None`: full colour).
 pub fn open_app(path: &Path, config: Config, me: String, theme: Option<Theme>) -> Result<App> {
-    let rec = Recording::open(path)?;
+    app_over(Arc::new(Recording::open(path)?), config, me, theme)
+}
+
+/// The App over an opened recording.
+fn app_over(rec: Arc<Recording>, config: Config, me: String, theme: Option<Theme>) -> Result<App> {
     if rec.is_empty() {
-        anyhow::bail!("{}: the recording holds no snapshots", path.display());
+        anyhow::bail!(
+            "{}: the recording holds no snapshots",
+            crate::sanitize::clean(&rec.path().display().to_string())
+        );
     }
     let system = rec.system();
     let interval = Some(std::time::Duration::from_millis(
         rec.header().interval_ms.max(100),
     ));
     let config = config.with_interval(interval);
-    let warnings: Vec<String> = rec.warnings().to_vec();
+    let warnings: Vec<String> = rec.warnings();
     let mut settings = Settings::new(config, system, me);
     settings.read_only = true;
     if let Some(t) = theme {
@@ -77,8 +88,10 @@ pub fn open_app(path: &Path, config: Config, me: String, theme: Option<Theme>) -
 pub fn run(args: &ReplayArgs, src: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
     let config = dashboard::load_config(src, ui)?;
     let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
-    let app = open_app(&args.file, config, me, Some(theme))
-        .with_context(|| format!("replaying {}", args.file.display()))?;
+    let name = crate::sanitize::clean(&args.file.display().to_string());
+    let rec = Arc::new(Recording::open(&args.file).with_context(|| format!("replaying {name}"))?);
+    let app = app_over(rec.clone(), config, me, Some(theme))
+        .with_context(|| format!("replaying {name}"))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -87,5 +100,14 @@ pub fn run(args: &ReplayArgs, src: &SourceArgs, ui: &UiArgs, me: String) -> Resu
         app,
         dashboard::Feed::None,
         dashboard::Hooks::default(),
-    ))
+    ))?;
+    match rec.incomplete("replay") {
+        Some(e) => {
+            for w in rec.warnings() {
+                eprintln!("vramwatch: warning: {w}");
+            }
+            Err(e.into())
+        }
+        None => Ok(()),
+    }
 }

@@ -28,8 +28,21 @@ pub fn truth_beside(recording: &Path) -> PathBuf {
     recording.with_file_name(format!("{stem}.truth.json"))
 }
 
-/// Scores one recording against its truth.
+/// Scores one recording against its truth. Damage in the recording (a
+/// line that cannot be read) is told on stderr as it is for `report`; the
+/// score is still given, over what could be read.
 pub fn score_file(recording: &Path, truth: &Path, cfg: &AnalysisConfig) -> Result<RunScore> {
+    let (score, _) = score_file_checked(recording, truth, cfg)?;
+    Ok(score)
+}
+
+/// [`score_file`], and the error that says the recording was read with
+/// damage skipped (exit status 1), if it was.
+fn score_file_checked(
+    recording: &Path,
+    truth: &Path,
+    cfg: &AnalysisConfig,
+) -> Result<(RunScore, Option<crate::record::RecordError>)> {
     let t = Truth::read(truth)?;
     let rec = Recording::open(recording)?;
     let system = rec.system();
@@ -54,7 +67,11 @@ pub fn score_file(recording: &Path, truth: &Path, cfg: &AnalysisConfig) -> Resul
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    Ok(score_run(&name, &t, gpu, cfg, snaps))
+    let score = score_run(&name, &t, gpu, cfg, snaps);
+    for w in rec.warnings() {
+        eprintln!("vramwatch: warning: {w}");
+    }
+    Ok((score, rec.incomplete("score")))
 }
 
 pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
@@ -66,10 +83,13 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
     let config = crate::config::load(src.config.as_deref())?;
     let cfg = AnalysisConfig::from_config(&config);
     let mut runs = Vec::new();
+    let mut damaged = None;
     for r in &args.recordings {
         let truth = args.truth.clone().unwrap_or_else(|| truth_beside(r));
-        let s = score_file(r, &truth, &cfg).with_context(|| format!("scoring {}", r.display()))?;
+        let (s, damage) = score_file_checked(r, &truth, &cfg)
+            .with_context(|| format!("scoring {}", r.display()))?;
         runs.push(s);
+        damaged = damaged.or(damage);
     }
     if args.json {
         let out = serde_json::json!({
@@ -80,5 +100,10 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
     } else {
         print!("{}", markdown(&runs));
     }
-    Ok(())
+    // The scores were printed over what could be read; the exit status
+    // says that something could not.
+    match damaged {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }

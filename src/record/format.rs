@@ -45,6 +45,29 @@ pub struct Header {
 }
 
 impl Header {
+    /// Removes escape sequences and control characters from every string
+    /// (a file read back is text from outside).
+    pub fn sanitize(&mut self) {
+        clean(&mut self.host);
+        clean(&mut self.vramwatch_version);
+        let s = &mut self.system;
+        clean(&mut s.host);
+        clean(&mut s.source);
+        for v in [
+            &mut s.driver_version,
+            &mut s.cuda_version,
+            &mut s.nvml_version,
+        ] {
+            clean_opt(v);
+        }
+        for g in &mut s.gpus {
+            clean(&mut g.name);
+            clean(&mut g.uuid);
+            clean(&mut g.pci_bus_id);
+            clean_opt(&mut g.compute_capability);
+        }
+    }
+
     pub fn new(system: &SystemInfo, interval_ms: u64, start_ms: Millis) -> Header {
         Header {
             format: FORMAT.into(),
@@ -109,12 +132,48 @@ impl ProcessInfo {
             && self.ns_pid == p.ns_pid
     }
 
+    /// Removes escape sequences and control characters from the strings.
+    pub fn sanitize(&mut self) {
+        for v in [
+            &mut self.user,
+            &mut self.name,
+            &mut self.command,
+            &mut self.container,
+        ] {
+            if let Some(a) = v
+                && needs_cleaning(a)
+            {
+                *a = crate::sanitize::clean(a).into();
+            }
+        }
+    }
+
     fn fill(&self, p: &mut ProcSample) {
         p.user = self.user.clone();
         p.name = self.name.clone();
         p.command = self.command.clone();
         p.container = self.container.clone();
         p.ns_pid = self.ns_pid;
+    }
+}
+
+/// Whether `s` holds what [`crate::sanitize::clean`] removes.
+fn needs_cleaning(s: &str) -> bool {
+    s.len() > crate::sanitize::MAX_COMMAND_CHARS
+        || s.chars().any(|c| {
+            c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        })
+}
+
+fn clean(s: &mut String) {
+    if needs_cleaning(s) {
+        *s = crate::sanitize::clean(s);
+    }
+}
+
+fn clean_opt(s: &mut Option<String>) {
+    if let Some(s) = s {
+        clean(s);
     }
 }
 
@@ -184,7 +243,6 @@ struct EventOut<'a> {
 #[derive(Deserialize)]
 pub(crate) struct EventIn {
     #[serde(default)]
-    #[allow(dead_code)]
     pub seq: Option<u64>,
     #[serde(flatten)]
     pub event: Event,
@@ -350,9 +408,8 @@ struct LineHead {
 struct SnapshotIn {
     seq: u64,
     t_ms: Millis,
-    #[serde(default)]
+    // Always written (`{}` when empty): a line without them is damaged.
     gpus: GpuColsIn,
-    #[serde(default)]
     procs: ProcColsIn,
 }
 
@@ -404,8 +461,12 @@ struct ProcColsIn {
 /// Why a line could not be decoded (the reader adds file and line).
 #[derive(Debug, thiserror::Error)]
 pub enum LineError {
-    #[error("not valid JSON: {}", json_message(.0))]
+    #[error("{}", json_error(.0))]
     Json(serde_json::Error),
+    #[error("the line has no \"type\" (every line of a recording names its type)")]
+    NoType,
+    #[error("the line's type \"{0}\" is one letter off \"{1}\": a damaged line")]
+    DamagedType(String, &'static str),
     #[error("column `{table}.{column}` has {got} values where `{table}.{key}` has {want}")]
     Column {
         table: &'static str,
@@ -414,6 +475,16 @@ pub enum LineError {
         got: usize,
         want: usize,
     },
+}
+
+/// A JSON error: the text is not JSON, or JSON that is not what the
+/// format says (a key missing, a value of the wrong kind).
+fn json_error(e: &serde_json::Error) -> String {
+    if e.is_data() {
+        format!("not as the recording format says: {}", json_message(e))
+    } else {
+        format!("not valid JSON: {}", json_message(e))
+    }
 }
 
 /// serde_json's message with "at line 1 column N" (a line is one line
@@ -555,7 +626,17 @@ fn procs_from<'a>(
             dec_util: dec_util.next().flatten(),
             cpu_pct: cpu_pct.next().flatten(),
             rss: rss.next().flatten(),
-            torch: torch.next().flatten().map(Arc::new),
+            torch: torch.next().flatten().map(|mut t| {
+                for v in [
+                    &mut t.writer,
+                    &mut t.torch_version,
+                    &mut t.alloc_conf,
+                    &mut t.cuda_visible_devices,
+                ] {
+                    clean_opt(v);
+                }
+                Arc::new(t)
+            }),
             ..Default::default()
         };
         if let Some(info) = lookup((p.gpu, p.pid, p.start_time)) {
@@ -568,18 +649,34 @@ fn procs_from<'a>(
 
 /// Reads a process line.
 pub fn read_process(text: &[u8]) -> Result<ProcessInfo, LineError> {
-    Ok(serde_json::from_slice(text)?)
+    let mut p: ProcessInfo = serde_json::from_slice(text)?;
+    p.sanitize();
+    Ok(p)
 }
 
 /// Reads an event line.
 pub fn read_event(text: &[u8]) -> Result<Event, LineError> {
-    let e: EventIn = serde_json::from_slice(text)?;
-    Ok(e.event)
+    Ok(read_event_seq(text)?.1)
+}
+
+/// Reads an event line with the `seq` of its snapshot (absent in files
+/// other tools wrote).
+pub fn read_event_seq(text: &[u8]) -> Result<(Option<u64>, Event), LineError> {
+    let mut e: EventIn = serde_json::from_slice(text)?;
+    clean(&mut e.event.message);
+    Ok((e.seq, e.event))
 }
 
 /// Reads an index record.
 pub fn read_index(text: &[u8]) -> Result<IndexRecord, LineError> {
-    Ok(serde_json::from_slice(text)?)
+    let mut r: IndexRecord = serde_json::from_slice(text)?;
+    for p in &mut r.procs {
+        p.info.sanitize();
+    }
+    for e in &mut r.events {
+        clean(&mut e.event.message);
+    }
+    Ok(r)
 }
 
 /// The type of a line: a fast check of the prefix every line we write has,
@@ -603,18 +700,37 @@ pub fn line_type(text: &[u8]) -> Result<LineType, LineError> {
         Some("event") => LineType::Event,
         Some("index") => LineType::Index,
         Some("header") => LineType::Header,
-        _ => LineType::Other,
+        Some(t) => {
+            // A type one letter off a known one is damage, not a newer
+            // writer's new type.
+            let known = ["snapshot", "process", "event", "index", "header"];
+            if let Some(k) = known.iter().find(|k| strsim::levenshtein(t, k) == 1) {
+                return Err(LineError::DamagedType(
+                    crate::sanitize::clean_capped(t, 20),
+                    k,
+                ));
+            }
+            LineType::Other
+        }
+        None => return Err(LineError::NoType),
     })
 }
 
 /// The time of a snapshot line, without decoding its columns.
 pub fn snapshot_time(text: &[u8]) -> Result<Millis, LineError> {
+    Ok(snapshot_head(text)?.1)
+}
+
+/// The `seq` and time of a snapshot line, without decoding its columns
+/// (the whole line is checked to be JSON).
+pub fn snapshot_head(text: &[u8]) -> Result<(u64, Millis), LineError> {
     #[derive(Deserialize)]
     struct T {
+        seq: u64,
         t_ms: Millis,
     }
     let t: T = serde_json::from_slice(text)?;
-    Ok(t.t_ms)
+    Ok((t.seq, t.t_ms))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -700,7 +816,8 @@ mod tests {
 
     #[test]
     fn a_short_column_is_an_error_naming_it() {
-        let text = br#"{"type":"snapshot","seq":1,"t_ms":5,"gpus":{"index":[0,1],"temp_c":[40]}}"#;
+        let text =
+            br#"{"type":"snapshot","seq":1,"t_ms":5,"gpus":{"index":[0,1],"temp_c":[40]},"procs":{}}"#;
         let e = read_snapshot(text, |_| None).unwrap_err().to_string();
         assert!(e.contains("gpus.temp_c") && e.contains("1 values"), "{e}");
     }

@@ -18,8 +18,11 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub use format::{FORMAT, Header, VERSION};
-pub use reader::{RecordedEvent, Recording};
+pub use reader::{
+    Damage, MAX_BAD_RUN, MAX_LINE, ReadStats, Reader, RecordedEvent, Recording, when,
+};
 pub use writer::{RecordWarning, WriteOutcome, Writer, WriterOptions, WriterStats};
+pub use zst::{GUARD_FLOOR, MAX_RATIO};
 
 /// What went wrong reading or creating a recording; every message names
 /// the file, and the line where there is one. Messages are complete in
@@ -60,14 +63,45 @@ pub enum RecordError {
         index: usize,
         len: usize,
     },
+    #[error("{path}: snapshot {index} cannot be read: {why}")]
+    Unreadable {
+        path: String,
+        index: usize,
+        why: String,
+    },
+    #[error(
+        "{path}: the zstd data up to byte {at} decompresses to {text} bytes, more than {MAX_RATIO} times its size: not a recording vramwatch wrote (a decompression bomb?); stopped reading there"
+    )]
+    TooLarge { path: String, at: u64, text: u64 },
+    #[error(
+        "{path}: {lines} damaged lines in a row from line {line}: not a recording vramwatch wrote; stopped reading there"
+    )]
+    TooDamaged { path: String, line: u64, lines: u64 },
+    /// Read to the end with parts skipped: what was made covers what could
+    /// be read. Exit code 1.
+    #[error(
+        "{path}: {summary}; the {what} covers the {read} snapshots that could be read (exit code 1)"
+    )]
+    Incomplete {
+        path: String,
+        summary: String,
+        what: &'static str,
+        read: u64,
+    },
 }
 
 impl RecordError {
     pub(crate) fn io(path: &Path, error: std::io::Error) -> RecordError {
         RecordError::Io {
-            path: path.display().to_string(),
+            path: reader::display(path),
             error,
         }
+    }
+
+    /// Whether what was read is complete but for the damage it names
+    /// (exit code 1, the output made of the rest).
+    pub fn is_incomplete(&self) -> bool {
+        matches!(self, RecordError::Incomplete { .. })
     }
 }
 

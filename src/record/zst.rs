@@ -1,11 +1,13 @@
 //! The zstd side of a `.jsonl.zst` recording: compressing line groups with
 //! a flush after each (so a crash loses at most the group being written),
-//! ending frames, the skippable frames that carry the index, and
-//! decompressing a run of frames that may end in a cut-off one.
+//! ending frames, the skippable frames that carry the index, and the limits
+//! and words the reading side (`reader::frames`) uses.
 
+use std::fs::File;
 use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 
-use zstd::stream::raw::{Decoder, Operation};
+use zstd::stream::raw::{DParameter, Decoder, Operation};
 
 /// Magic of a zstd frame.
 pub(super) const FRAME_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
@@ -15,6 +17,21 @@ pub(super) const INDEX_MAGIC: [u8; 4] = [0x56, 0x2A, 0x4D, 0x18];
 /// An empty last raw block: ends a frame whose compressor was lost
 /// (what zstd itself writes to end a flushed frame).
 pub(super) const FRAME_END: [u8; 3] = [0x01, 0x00, 0x00];
+
+/// Text allowed per compressed byte read, past [`GUARD_FLOOR`]: recordings
+/// compress 10 to 50 times; a zstd bomb thousands of times.
+pub const MAX_RATIO: u64 = 1000;
+/// Text always allowed before [`MAX_RATIO`] counts.
+pub const GUARD_FLOOR: u64 = 64 << 20;
+/// Largest zstd window accepted: 2^27 bytes (128 MiB, zstd's own default
+/// limit; vramwatch writes 4 MiB windows).
+const WINDOW_LOG_MAX: u32 = 27;
+/// Largest index frame payload read (vramwatch's are a few KiB).
+pub(super) const MAX_INDEX_FRAME: u64 = 4 << 20;
+/// Largest index record decompressed.
+const MAX_INDEX_JSON: usize = 64 << 20;
+/// Bytes read from the file at a time.
+pub(super) const READ_CHUNK: usize = 128 << 10;
 
 /// Compresses line groups into one frame, flushing after each group.
 pub(super) struct LineCompressor {
@@ -74,89 +91,77 @@ pub(super) fn index_frame_len(head: &[u8]) -> Option<u64> {
     Some(u32::from_le_bytes(n) as u64)
 }
 
-/// The JSON of an index frame's payload.
-pub(super) fn index_payload(payload: &[u8]) -> io::Result<Vec<u8>> {
-    let (text, complete) = decompress(payload)?;
-    if !complete {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "index frame is cut off",
-        ));
-    }
-    Ok(text)
+/// Whether `m` starts with the magic of a skippable frame.
+pub(super) fn is_skippable(m: &[u8]) -> bool {
+    m.len() >= 4 && m[1..4] == [0x2A, 0x4D, 0x18] && (0x50..=0x5F).contains(&m[0])
 }
 
-/// Decompresses the frames in `src` (skippable frames are skipped).
-/// Returns the text and whether the input ended on a frame boundary; a
-/// cut-off last frame yields everything up to its last complete block.
-pub(super) fn decompress(src: &[u8]) -> io::Result<(Vec<u8>, bool)> {
+pub(super) fn decoder() -> io::Result<Decoder<'static>> {
     let mut dec = Decoder::new()?;
-    let mut out = Vec::with_capacity(src.len().saturating_mul(6));
-    let mut buf = vec![0u8; 1 << 17];
+    dec.set_parameter(DParameter::WindowLogMax(WINDOW_LOG_MAX))?;
+    Ok(dec)
+}
+
+/// The JSON of an index frame's payload: exactly one complete zstd frame,
+/// decompressed to at most [`MAX_INDEX_JSON`] bytes.
+pub(super) fn index_payload(payload: &[u8]) -> io::Result<Vec<u8>> {
+    let mut dec = decoder()?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
     let mut pos = 0;
-    let mut complete = true;
     loop {
-        let st = dec.run_on_buffers(&src[pos..], &mut buf)?;
+        let st = dec.run_on_buffers(&payload[pos..], &mut buf)?;
         pos += st.bytes_read;
         out.extend_from_slice(&buf[..st.bytes_written]);
-        if st.bytes_read > 0 || st.bytes_written > 0 {
-            complete = st.remaining == 0;
+        if out.len() > MAX_INDEX_JSON {
+            return Err(io::Error::other("the index record is too large"));
         }
-        let drained = st.bytes_written < buf.len();
-        if pos >= src.len() && drained {
+        if st.remaining == 0 {
             break;
         }
         if st.bytes_read == 0 && st.bytes_written == 0 {
-            break;
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the index frame is cut off",
+            ));
         }
     }
-    Ok((out, complete && pos >= src.len()))
+    if pos != payload.len() {
+        return Err(io::Error::other("bytes follow the index record's frame"));
+    }
+    Ok(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn flushed_groups_decode_from_a_cut_off_frame() {
-        let mut c = LineCompressor::new(3).unwrap();
-        let mut file = Vec::new();
-        let mut ends = Vec::new();
-        for i in 0..50 {
-            let line = format!("{{\"n\":{i},\"pad\":\"{}\"}}\n", "x".repeat(i * 7));
-            file.extend(c.push(line.as_bytes()).unwrap());
-            ends.push(file.len());
+/// What zstd's error means, in words, with zstd's own words after.
+pub(super) fn zstd_words(e: &io::Error) -> String {
+    let raw = e.to_string();
+    let plain = match raw.as_str() {
+        "Dictionary mismatch" => {
+            "its header asks for a zstd dictionary, which vramwatch never uses"
         }
-        // Cut anywhere: what decodes is whole lines, all that were flushed
-        // before the cut.
-        for cut in [0, 5, ends[0], ends[0] + 1, ends[10] - 1, ends[10], ends[49]] {
-            let (text, complete) = decompress(&file[..cut]).unwrap();
-            assert!(!complete || cut == 0);
-            let whole = ends.iter().filter(|&&e| e <= cut).count();
-            assert_eq!(text.iter().filter(|&&b| b == b'\n').count(), whole);
-            assert!(text.is_empty() || text.ends_with(b"\n"));
+        "Unknown frame descriptor" => "its frame header is not valid",
+        "Data corruption detected" | "Corrupted block detected" => "its data is corrupt",
+        "Frame requires too much memory for decoding" => {
+            "it asks for a window of more than 128 MiB to decode"
         }
-        file.extend(c.end().unwrap());
-        let (text, complete) = decompress(&file).unwrap();
-        assert!(complete);
-        assert_eq!(text.iter().filter(|&&b| b == b'\n').count(), 50);
-    }
+        "Restored data doesn't match checksum" => "its checksum does not match its data",
+        "Unsupported frame parameter" => "its header uses a zstd feature this build lacks",
+        _ => return format!("zstd says \"{raw}\""),
+    };
+    format!("{plain} (zstd says \"{raw}\")")
+}
 
-    #[test]
-    fn a_frame_ended_by_hand_is_valid_and_index_frames_are_skipped() {
-        let mut c = LineCompressor::new(3).unwrap();
-        let mut file = c.push(b"a\n").unwrap();
-        file.extend(FRAME_END);
-        file.extend(index_frame(br#"{"type":"index"}"#).unwrap());
-        let mut c = LineCompressor::new(3).unwrap();
-        file.extend(c.push(b"b\n").unwrap());
-        file.extend(c.end().unwrap());
-        let (text, complete) = decompress(&file).unwrap();
-        assert_eq!(text, b"a\nb\n");
-        assert!(complete);
-        let at = file.windows(4).position(|w| w == INDEX_MAGIC).unwrap();
-        let n = index_frame_len(&file[at..]).unwrap() as usize;
-        let json = index_payload(&file[at + 8..at + 8 + n]).unwrap();
-        assert_eq!(json, br#"{"type":"index"}"#);
+/// Reads all of `buf` at `at` or up to the end of the file; returns how
+/// many bytes were read.
+pub(super) fn read_full_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], at + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
+    Ok(done)
 }

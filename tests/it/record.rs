@@ -289,7 +289,7 @@ fn line_of(text: &str, needle: &str) -> usize {
 }
 
 #[test]
-fn a_corrupt_line_in_the_middle_is_an_error_naming_file_and_line() {
+fn a_corrupt_line_in_the_middle_is_skipped_and_named_by_file_and_line() {
     let (h, snaps) = snapshots("demo", 30);
     let d = dir();
     let path = d.path().join("bad.jsonl");
@@ -300,11 +300,21 @@ fn a_corrupt_line_in_the_middle_is_an_error_naming_file_and_line() {
     // Same length, so the index still points at the right bytes.
     let broken = text.replacen(needle, "\"seq\":1?,", 1);
     fs::write(&path, &broken).unwrap();
+    // Through the index: the snapshot is listed, and reading it says why
+    // it cannot be; the others read.
     let rec = Recording::open(&path).expect("the index covers the bad line");
+    assert_eq!(rec.len(), 30);
     let e = rec.get(17).unwrap_err().to_string();
     assert!(e.contains(&format!("bad.jsonl:{n}:")), "{e}");
     assert!(e.contains("not valid JSON"), "{e}");
-    // Without an index the whole file is read at open: the same error.
+    for i in (0..30).filter(|&i| i != 17) {
+        assert_eq!(rec.get(i).unwrap(), as_stored(&snaps[i]));
+    }
+    assert_eq!(rec.damage().lines, 1);
+    assert_eq!(rec.damage().unreadable, 1);
+    assert!(rec.incomplete("replay").is_some());
+    // Without an index the whole file is read at open: the line is skipped
+    // and named, the snapshot counted lost, the rest read.
     let unindexed: String = broken
         .lines()
         .filter(|l| !l.starts_with("{\"type\":\"index\""))
@@ -312,8 +322,16 @@ fn a_corrupt_line_in_the_middle_is_an_error_naming_file_and_line() {
         .collect();
     let n = line_of(&unindexed, "\"seq\":1?,");
     fs::write(&path, unindexed).unwrap();
-    let e = Recording::open(&path).err().expect("corrupt").to_string();
-    assert!(e.contains(&format!("bad.jsonl:{n}:")), "{e}");
+    let rec = Recording::open(&path).expect("read around the damage");
+    assert_eq!(rec.len(), 29);
+    let w = rec.warnings().join("\n");
+    assert!(
+        w.contains(&format!("bad.jsonl:{n}:")) && w.contains("skipped"),
+        "{w}"
+    );
+    assert_eq!(rec.damage().lost_snapshots, 1);
+    let seqs: Vec<u64> = rec.iter().map(|s| s.unwrap().seq).collect();
+    assert_eq!(seqs, (0..30).filter(|&q| q != 17).collect::<Vec<_>>());
 }
 
 #[test]

@@ -4,8 +4,11 @@
 //! memory and when, the events — and optionally an SVG of memory over time
 //! per GPU and per top process.
 //!
-//! One pass over the recording makes a `Summary` (`summary`); the text
-//! (`text`) and the SVG (`svg`) only format it.
+//! One pass over the recording as it streams by (memory does not grow with
+//! its length) makes a `Summary` (`summary`); the text (`text`) and the SVG
+//! (`svg`) only format it. Damaged lines are skipped and counted: the
+//! report covers the rest, and the command then fails with exit code 1.
+//! The SVG goes to a temporary file renamed over OUT once complete.
 
 mod summary;
 mod svg;
@@ -17,21 +20,38 @@ use anyhow::{Context, Result};
 
 use crate::cli::{ReportArgs, SourceArgs};
 use crate::config;
-use crate::record::Recording;
+use crate::record::Reader;
 
 pub fn run(args: &ReportArgs, src: &SourceArgs) -> Result<()> {
     let cfg = config::load(src.config.as_deref())?;
-    let rec = Recording::open(&args.file)?;
+    let mut rec = Reader::open(&args.file)?;
+    let sum = summary::collect(&mut rec, &cfg.thresholds)?;
     for w in rec.warnings() {
         eprintln!("vramwatch: warning: {w}");
     }
-    let sum = summary::collect(&rec, &cfg.thresholds)?;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text::text(&rec, &sum, &cfg.thresholds).as_bytes())?;
-    out.flush()?;
-    if let Some(out) = &args.svg {
-        svg::svg(out, &rec, &sum).with_context(|| format!("writing {}", out.display()))?;
-        eprintln!("vramwatch: drew memory over time in {}", out.display());
+    for w in rec.damage().lines_for_people() {
+        eprintln!("vramwatch: warning: {w}");
     }
-    Ok(())
+    let mut out = std::io::stdout().lock();
+    out.write_all(text::text(rec.name(), rec.header(), &sum, &cfg.thresholds).as_bytes())
+        .context("writing the report")?;
+    out.flush().context("writing the report")?;
+    if let Some(path) = &args.svg {
+        let file = crate::commands::export::Output::create(path)?;
+        let shown = |p: &std::path::Path| crate::sanitize::clean(&p.display().to_string());
+        // Errors name the file asked for, not the temporary one.
+        svg::svg(file.path(), &rec, &sum).map_err(|e| {
+            let msg = e.to_string().replace(&shown(file.path()), &shown(path));
+            crate::cli::Failure(msg)
+        })?;
+        file.commit()?;
+        eprintln!(
+            "vramwatch: drew memory over time in {}",
+            crate::sanitize::clean(&path.display().to_string())
+        );
+    }
+    match rec.incomplete("report") {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }

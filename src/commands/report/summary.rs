@@ -1,77 +1,122 @@
-//! The summary of a recording, from one pass over its snapshots: per GPU
-//! the peak and mean memory and utilisation and the time above each
-//! threshold, per process its peak, and memory over time in buckets for the
-//! SVG.
+//! The summary of a recording, from one pass over its snapshots as they
+//! stream by: per GPU the peak and mean memory and utilisation and the time
+//! above each threshold, per process its peak, memory over time in buckets
+//! for the SVG, and the events. Memory does not grow with the recording's
+//! length: the buckets widen as it goes on, a process keeps only the
+//! buckets it was seen in, events are counted and the first of each kind
+//! kept.
 
 use std::collections::HashMap;
 
 use anyhow::Result;
 
 use crate::config::{Level, Thresholds};
-use crate::model::{GpuSample, Millis, Snapshot};
-use crate::record::Recording;
+use crate::model::{Event, EventKind, GpuSample, Millis, Snapshot};
+use crate::record::format::Header;
+use crate::record::{Reader, RecordError, Recording};
 
 /// Processes listed (and drawn) by peak memory.
 const TOP: usize = 8;
-/// Points per series in the SVG (each bucket keeps its minimum and maximum,
-/// so spikes survive).
-const BUCKETS: usize = 1000;
+/// Buckets per series in the SVG at most (each keeps its minimum and
+/// maximum, so spikes survive).
+const BUCKETS: u64 = 1000;
+/// Events kept of each kind (the rest are counted).
+const KEEP_EVENTS: usize = 1000;
+/// Processes followed at once: beyond this, those gone with the lowest
+/// peaks are dropped (they cannot reach the top).
+const MAX_PROCS: usize = 4096;
 
-/// Min and max of a value in equal time buckets over the recording.
+/// What a summary is made of: a recording's header and snapshots in order.
+pub(super) trait Source {
+    fn header(&self) -> &Header;
+}
+
+impl Source for Recording {
+    fn header(&self) -> &Header {
+        Recording::header(self)
+    }
+}
+
+impl Source for Reader {
+    fn header(&self) -> &Header {
+        Reader::header(self)
+    }
+}
+
+/// Min and max of a value in time buckets from the start of the recording:
+/// at most [`BUCKETS`], each twice as wide whenever the recording outgrows
+/// them; only the buckets that hold a value are kept.
 #[derive(Clone, Debug)]
 pub(super) struct Buckets {
     t0: Millis,
-    span: Millis,
-    min: Vec<f64>,
-    max: Vec<f64>,
+    width: Millis,
+    /// (bucket, min, max), by bucket.
+    cells: Vec<(u64, f64, f64)>,
 }
 
 impl Buckets {
-    fn new(t0: Millis, t1: Millis, n: usize) -> Buckets {
+    fn new(t0: Millis, width: Millis) -> Buckets {
         Buckets {
             t0,
-            span: (t1 - t0).max(1),
-            min: vec![f64::NAN; n],
-            max: vec![f64::NAN; n],
+            width: width.max(1),
+            cells: Vec::new(),
         }
     }
 
     fn add(&mut self, t: Millis, v: f64) {
-        let n = self.min.len();
-        let i = ((t.saturating_sub(self.t0) as u128 * n as u128 / self.span as u128) as usize)
-            .min(n - 1);
-        if self.min[i].is_nan() || v < self.min[i] {
-            self.min[i] = v;
+        let mut i = t.saturating_sub(self.t0) / self.width;
+        while i >= BUCKETS {
+            self.widen();
+            i = t.saturating_sub(self.t0) / self.width;
         }
-        if self.max[i].is_nan() || v > self.max[i] {
-            self.max[i] = v;
+        self.put(i, v, v);
+    }
+
+    fn put(&mut self, i: u64, lo: f64, hi: f64) {
+        let at = match self.cells.last() {
+            Some(&(last, _, _)) if last < i => self.cells.len(),
+            _ => self.cells.partition_point(|c| c.0 < i),
+        };
+        match self.cells.get_mut(at) {
+            Some(c) if c.0 == i => {
+                c.1 = c.1.min(lo);
+                c.2 = c.2.max(hi);
+            }
+            _ => self.cells.insert(at, (i, lo, hi)),
         }
     }
 
-    /// Adds another series' buckets (same times).
+    /// Buckets twice as wide: neighbours merge.
+    fn widen(&mut self) {
+        self.width = self.width.saturating_mul(2);
+        let old = std::mem::take(&mut self.cells);
+        for (i, lo, hi) in old {
+            self.put(i / 2, lo, hi);
+        }
+    }
+
+    /// Adds another series' buckets.
     fn merge(&mut self, other: &Buckets) {
-        for i in 0..self.min.len().min(other.min.len()) {
-            if !other.min[i].is_nan() && (self.min[i].is_nan() || other.min[i] < self.min[i]) {
-                self.min[i] = other.min[i];
-            }
-            if !other.max[i].is_nan() && (self.max[i].is_nan() || other.max[i] > self.max[i]) {
-                self.max[i] = other.max[i];
-            }
+        let mut o = other.clone();
+        while o.width < self.width {
+            o.widen();
+        }
+        while self.width < o.width {
+            self.widen();
+        }
+        for &(i, lo, hi) in &o.cells {
+            self.put(i, lo, hi);
         }
     }
 
     /// (seconds since start, value) pairs: each bucket's min then max.
     pub(super) fn points(&self, scale: f64) -> Vec<(f64, f64)> {
-        let n = self.min.len();
-        let mut out = Vec::with_capacity(2 * n);
-        for i in 0..n {
-            if self.min[i].is_nan() {
-                continue;
-            }
-            let t = (i as f64 + 0.5) * self.span as f64 / n as f64 / 1000.0;
-            out.push((t, self.min[i] * scale));
-            if self.max[i] != self.min[i] {
-                out.push((t, self.max[i] * scale));
+        let mut out = Vec::with_capacity(2 * self.cells.len());
+        for &(i, lo, hi) in &self.cells {
+            let t = (i as f64 + 0.5) * self.width as f64 / 1000.0;
+            out.push((t, lo * scale));
+            if hi != lo {
+                out.push((t, hi * scale));
             }
         }
         out
@@ -146,7 +191,8 @@ impl GpuStats {
             if peak > self.peak || self.used_n == 0 {
                 self.peak = peak;
                 self.peak_at = t;
-                self.peak_pct = (peak + m.reserved) as f64 * 100.0 / m.total.max(1) as f64;
+                self.peak_pct =
+                    peak.saturating_add(m.reserved) as f64 * 100.0 / m.total.max(1) as f64;
             }
             self.total = m.total;
             self.used_sum += m.used as f64;
@@ -181,6 +227,8 @@ pub(super) struct ProcStats {
     /// Processes (PIDs) merged into this one: the same command restarted.
     pub(super) runs: usize,
     pub(super) series: Buckets,
+    /// The snapshot it was last seen in.
+    seen: usize,
 }
 
 /// Everything the report says, from one pass over the snapshots.
@@ -191,19 +239,31 @@ pub(super) struct Summary {
     pub(super) snapshots: usize,
     pub(super) gpus: Vec<GpuStats>,
     pub(super) procs: Vec<ProcStats>,
-    pub(super) events: Vec<crate::model::Event>,
+    /// The first [`KEEP_EVENTS`] events of each kind, in order.
+    pub(super) events: Vec<Event>,
+    /// Events of each kind, in the order the kinds first came.
+    pub(super) event_counts: Vec<(EventKind, u64)>,
+    /// Bucket width to start with: the interval.
+    width: Millis,
 }
 
 impl Summary {
-    fn new(first: Millis, last: Millis) -> Summary {
+    fn new(first: Millis, interval: Millis) -> Summary {
         Summary {
             first,
-            last,
+            last: first,
             snapshots: 0,
             gpus: Vec::new(),
             procs: Vec::new(),
             events: Vec::new(),
+            event_counts: Vec::new(),
+            width: interval.max(1),
         }
+    }
+
+    /// Events in all.
+    pub(super) fn events_total(&self) -> u64 {
+        self.event_counts.iter().map(|(_, n)| n).sum()
     }
 
     /// Adds snapshot `s`, which lasted `dt` ms (until the next one).
@@ -215,10 +275,25 @@ impl Summary {
         procs: &mut HashMap<(u32, u32, u64), ProcStats>,
     ) {
         self.snapshots += 1;
-        self.events.extend(s.events.iter().cloned());
+        self.last = s.t_ms;
+        for e in &s.events {
+            let n = match self.event_counts.iter_mut().find(|(k, _)| *k == e.kind) {
+                Some((_, n)) => n,
+                None => {
+                    self.event_counts.push((e.kind, 0));
+                    let last = self.event_counts.len() - 1;
+                    &mut self.event_counts[last].1
+                }
+            };
+            *n += 1;
+            if *n <= KEEP_EVENTS as u64 {
+                self.events.push(e.clone());
+            }
+        }
         for g in &s.gpus {
             self.gpu(g.index, s.t_ms).add(g, s.t_ms, dt, th);
         }
+        let (first, width, seen) = (self.first, self.width, self.snapshots);
         for p in &s.procs {
             let Some(mem) = p.mem_peak.or(p.mem) else {
                 continue;
@@ -233,15 +308,25 @@ impl Summary {
                     user: String::new(),
                     label: String::new(),
                     runs: 1,
-                    series: Buckets::new(self.first, self.last, BUCKETS),
+                    series: Buckets::new(first, width),
+                    seen,
                 });
             if mem > e.peak {
                 e.peak = mem;
                 e.peak_at = s.t_ms;
             }
-            e.user = p.user.as_deref().unwrap_or("?").to_owned();
-            e.label = p.label().to_owned();
+            e.seen = seen;
+            let user = p.user.as_deref().unwrap_or("?");
+            if e.user != user {
+                e.user = user.to_owned();
+            }
+            if e.label != p.label() {
+                e.label = p.label().to_owned();
+            }
             e.series.add(s.t_ms, p.mem.unwrap_or(mem) as f64);
+        }
+        if procs.len() > MAX_PROCS {
+            prune(procs, seen);
         }
     }
 
@@ -253,7 +338,7 @@ impl Summary {
                 self.gpus.push(GpuStats::new(
                     index,
                     t,
-                    Buckets::new(self.first, self.last, BUCKETS),
+                    Buckets::new(self.first, self.width),
                 ));
                 self.gpus.len() - 1
             }
@@ -291,21 +376,71 @@ impl Summary {
     }
 }
 
-/// One pass over the recording.
-pub(super) fn collect(rec: &Recording, th: &Thresholds) -> Result<Summary> {
-    let times = rec.times();
-    let first = times.first().copied().unwrap_or(0);
-    let last = times.last().copied().unwrap_or(first);
-    let interval = rec.header().interval_ms.max(1);
-    let mut sum = Summary::new(first, last);
+/// Drops the processes gone with the lowest peaks, keeping half of
+/// [`MAX_PROCS`] besides those of the snapshot `seen`: a dropped one can
+/// no longer reach the top.
+fn prune(procs: &mut HashMap<(u32, u32, u64), ProcStats>, seen: usize) {
+    let mut gone: Vec<u64> = procs
+        .values()
+        .filter(|p| p.seen != seen)
+        .map(|p| p.peak)
+        .collect();
+    let keep = MAX_PROCS / 2;
+    if gone.len() <= keep {
+        return;
+    }
+    gone.sort_unstable_by(|a, b| b.cmp(a));
+    let floor = gone[keep];
+    procs.retain(|_, p| p.seen == seen || p.peak > floor);
+}
+
+/// What a summary is made of: the snapshots of a recording, in order, and
+/// its interval.
+pub(super) trait IntoSnapshots {
+    fn interval_ms(&self) -> u64;
+    fn into_snapshots(self) -> impl Iterator<Item = Result<Snapshot, RecordError>>;
+}
+
+impl IntoSnapshots for &Recording {
+    fn interval_ms(&self) -> u64 {
+        self.header().interval_ms
+    }
+
+    fn into_snapshots(self) -> impl Iterator<Item = Result<Snapshot, RecordError>> {
+        self.iter()
+    }
+}
+
+impl IntoSnapshots for &mut Reader {
+    fn interval_ms(&self) -> u64 {
+        self.header().interval_ms
+    }
+
+    fn into_snapshots(self) -> impl Iterator<Item = Result<Snapshot, RecordError>> {
+        self
+    }
+}
+
+/// One pass over the recording, as it streams by.
+pub(super) fn collect(src: impl IntoSnapshots, th: &Thresholds) -> Result<Summary> {
+    let interval = src.interval_ms().clamp(1, 3_600_000);
+    let mut sum: Option<Summary> = None;
     let mut procs = HashMap::new();
-    for (i, s) in rec.iter().enumerate() {
+    let mut prev: Option<Snapshot> = None;
+    for s in src.into_snapshots() {
         let s = s?;
-        // A gap (the recorder was stopped) counts as two intervals at most.
-        let dt = times
-            .get(i + 1)
-            .map_or(interval, |&n| n.saturating_sub(s.t_ms).min(2 * interval));
-        sum.add(&s, dt, th, &mut procs);
+        let sum = sum.get_or_insert_with(|| Summary::new(s.t_ms, interval));
+        if let Some(p) = prev.take() {
+            // A gap (the recorder was stopped) counts as two intervals at
+            // most.
+            let dt = s.t_ms.saturating_sub(p.t_ms).min(2 * interval);
+            sum.add(&p, dt, th, &mut procs);
+        }
+        prev = Some(s);
+    }
+    let mut sum = sum.unwrap_or_else(|| Summary::new(0, interval));
+    if let Some(p) = prev {
+        sum.add(&p, interval, th, &mut procs);
     }
     sum.finish(procs);
     Ok(sum)
@@ -357,7 +492,7 @@ mod tests {
             snap(2, 96, 91, 70),
             snap(3, 50, 40, 20),
         ];
-        let mut sum = Summary::new(T0, T0 + 3000);
+        let mut sum = Summary::new(T0, 1000);
         let mut procs = HashMap::new();
         for s in &snaps {
             sum.add(s, 1000, &th, &mut procs);
@@ -393,13 +528,44 @@ mod tests {
     }
 
     #[test]
-    fn buckets_keep_spikes() {
-        let mut b = Buckets::new(0, 10_000, 10);
-        for t in 0..10_000u64 {
-            b.add(t, if t == 4_321 { 100.0 } else { 1.0 });
+    fn buckets_keep_spikes_and_widen_as_the_recording_goes_on() {
+        let mut b = Buckets::new(0, 1000);
+        for t in (0..10_000_000u64).step_by(1000) {
+            b.add(t, if t == 4_321_000 { 100.0 } else { 1.0 });
         }
         let pts = b.points(1.0);
         assert!(pts.iter().any(|&(_, v)| v == 100.0));
-        assert!(pts.len() <= 20);
+        assert!(b.cells.len() as u64 <= BUCKETS && b.cells.len() >= 500);
+        assert!(pts.len() <= 2 * BUCKETS as usize);
+        // The last point is near the end (seconds).
+        let last = pts.last().unwrap().0;
+        assert!((9_000.0..=10_500.0).contains(&last), "{last}");
+        // A series seen only briefly keeps few buckets, and merges into a
+        // wider one.
+        let mut short = Buckets::new(0, 1000);
+        short.add(5_000_000, 7.0);
+        assert_eq!(short.cells.len(), 1);
+        b.merge(&short);
+        assert!(b.points(1.0).iter().any(|&(_, v)| v == 7.0));
+    }
+
+    #[test]
+    fn events_are_counted_and_the_first_of_each_kind_kept() {
+        let th = Thresholds::default();
+        let mut sum = Summary::new(T0, 1000);
+        let mut procs = HashMap::new();
+        for i in 0..(KEEP_EVENTS as u64 + 50) {
+            let mut s = snap(i, 10, 40, 5);
+            s.events.push(Event {
+                t_ms: s.t_ms,
+                kind: EventKind::ProcessExited,
+                gpu: Some(0),
+                pid: Some(7),
+                message: "x".into(),
+            });
+            sum.add(&s, 1000, &th, &mut procs);
+        }
+        assert_eq!(sum.events.len(), KEEP_EVENTS);
+        assert_eq!(sum.events_total(), KEEP_EVENTS as u64 + 50);
     }
 }

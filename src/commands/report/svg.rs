@@ -13,9 +13,10 @@ use crate::app::cmdline;
 use crate::commands::export::rfc3339;
 use crate::model::EventKind;
 use crate::model::units::GIB;
+#[cfg(test)]
 use crate::record::Recording;
 
-use super::summary::Summary;
+use super::summary::{Source, Summary};
 
 /// The whole picture, and the strip at the right of each panel that holds
 /// its legend.
@@ -27,8 +28,18 @@ const LABEL_CHARS: usize = 42;
 /// churn would hide the lines).
 const MAX_EXIT_MARKS: usize = 60;
 
-fn plot_err<E: std::fmt::Debug>(out: &Path) -> impl Fn(E) -> anyhow::Error + '_ {
-    move |e| anyhow::anyhow!("drawing {}: {e:?}", out.display())
+/// A drawing error in words: plotters' own wrapping taken off.
+fn plot_err<E: std::fmt::Display>(out: &Path) -> impl Fn(E) -> anyhow::Error + '_ {
+    move |e| {
+        let s = e.to_string();
+        let s = s
+            .trim_start_matches("backend error: ")
+            .trim_start_matches("Drawing backend error: ");
+        anyhow::anyhow!(
+            "drawing {}: {s}",
+            crate::sanitize::clean(&out.display().to_string())
+        )
+    }
 }
 
 /// One chart of the SVG: named lines of GiB over time.
@@ -183,7 +194,7 @@ fn draw_legend<DB: DrawingBackend>(
 }
 
 /// Two charts: memory used per GPU, and memory of the top processes.
-pub(super) fn svg(out: &Path, rec: &Recording, sum: &Summary) -> Result<()> {
+pub(super) fn svg(out: &Path, rec: &impl Source, sum: &Summary) -> Result<()> {
     let span_s = (sum.last.saturating_sub(sum.first) as f64 / 1000.0).max(1.0);
     let (unit, div) = if span_s > 3.0 * 3600.0 {
         ("hours", 3600.0)

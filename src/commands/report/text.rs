@@ -7,7 +7,8 @@ use crate::commands::export::rfc3339;
 use crate::config::{Level, Thresholds};
 use crate::model::units::{bytes_short, duration_short};
 use crate::model::{Event, EventKind, Millis};
-use crate::record::Recording;
+use crate::record::format::Header;
+use crate::sanitize::clean;
 
 use super::summary::Summary;
 
@@ -47,13 +48,16 @@ fn level(l: &Level) -> (String, String) {
     (format!("{}", l.warn), format!("{}", l.crit))
 }
 
-/// The whole report, sections separated by a blank line.
-pub(super) fn text(rec: &Recording, sum: &Summary, th: &Thresholds) -> String {
-    let h = rec.header();
+/// The whole report, sections separated by a blank line. Every string from
+/// the recording is cleaned of escape sequences here too.
+pub(super) fn text(name: &str, h: &Header, sum: &Summary, th: &Thresholds) -> String {
     let mut o = String::new();
-    let span = sum.last.saturating_sub(sum.first) + h.interval_ms;
+    let span = sum
+        .last
+        .saturating_sub(sum.first)
+        .saturating_add(h.interval_ms);
     let dated = rfc3339(sum.first).get(..10) != rfc3339(sum.last).get(..10);
-    source(&mut o, rec);
+    source(&mut o, name, h);
     if sum.snapshots == 0 {
         let _ = writeln!(o, "Time       no snapshots");
         return o;
@@ -68,7 +72,7 @@ pub(super) fn text(rec: &Recording, sum: &Summary, th: &Thresholds) -> String {
         humantime::format_duration(std::time::Duration::from_millis(h.interval_ms))
     );
     let _ = writeln!(o);
-    gpus(&mut o, rec, sum, dated);
+    gpus(&mut o, h, sum, dated);
     let _ = writeln!(o);
     thresholds(&mut o, sum, th, span);
     let _ = writeln!(o);
@@ -79,24 +83,23 @@ pub(super) fn text(rec: &Recording, sum: &Summary, th: &Thresholds) -> String {
 }
 
 /// Which file, and the host and program that recorded it.
-fn source(o: &mut String, rec: &Recording) {
-    let h = rec.header();
-    let sys = rec.system();
-    let _ = writeln!(o, "Recording  {}", rec.path().display());
+fn source(o: &mut String, name: &str, h: &Header) {
+    let sys = &h.system;
+    let _ = writeln!(o, "Recording  {}", clean(name));
     let _ = writeln!(
         o,
         "Host       {} ({}), driver {}, CUDA {}; recorded by vramwatch {}",
-        h.host,
-        sys.source,
-        sys.driver_version.as_deref().unwrap_or("N/A"),
-        sys.cuda_version.as_deref().unwrap_or("N/A"),
-        h.vramwatch_version
+        clean(&h.host),
+        clean(&sys.source),
+        clean(sys.driver_version.as_deref().unwrap_or("N/A")),
+        clean(sys.cuda_version.as_deref().unwrap_or("N/A")),
+        clean(&h.vramwatch_version)
     );
 }
 
 /// A line per GPU: peak memory and when, mean memory, utilisation.
-fn gpus(o: &mut String, rec: &Recording, sum: &Summary, dated: bool) {
-    let sys = rec.system();
+fn gpus(o: &mut String, h: &Header, sum: &Summary, dated: bool) {
+    let sys = &h.system;
     let at = at_width(dated);
     let _ = writeln!(
         o,
@@ -109,7 +112,7 @@ fn gpus(o: &mut String, rec: &Recording, sum: &Summary, dated: bool) {
             .iter()
             .find(|d| d.index == g.index)
             .map_or("?", |d| d.name.as_str());
-        let name: String = name.chars().take(16).collect();
+        let name: String = clean(name).chars().take(16).collect();
         let mean = if g.used_n > 0 {
             g.used_sum / g.used_n as f64
         } else {
@@ -186,8 +189,8 @@ fn procs(o: &mut String, sum: &Summary, dated: bool) {
         "AT"
     );
     for p in &sum.procs {
-        let user: String = p.user.chars().take(12).collect();
-        let label: String = p.label.chars().take(80).collect();
+        let user: String = clean(&p.user).chars().take(12).collect();
+        let label: String = clean(&p.label).chars().take(80).collect();
         let _ = writeln!(
             o,
             "{:>7}  {:>at$}  {:>3}  {:>7}  {:<12}  {}{}",
@@ -208,22 +211,17 @@ fn procs(o: &mut String, sum: &Summary, dated: bool) {
 /// How many events of each kind, then up to [`EVENTS_LISTED`] of them in
 /// time order.
 fn events(o: &mut String, sum: &Summary, dated: bool) {
-    if sum.events.is_empty() {
+    let total = sum.events_total();
+    if total == 0 {
         let _ = writeln!(o, "No events.");
         return;
     }
-    let mut counts: Vec<(EventKind, usize)> = Vec::new();
-    for e in &sum.events {
-        match counts.iter_mut().find(|(k, _)| *k == e.kind) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((e.kind, 1)),
-        }
-    }
-    let summary: Vec<String> = counts
+    let summary: Vec<String> = sum
+        .event_counts
         .iter()
         .map(|(k, n)| format!("{n} {}", kind_name(*k)))
         .collect();
-    let _ = writeln!(o, "Events ({}): {}", sum.events.len(), summary.join(", "));
+    let _ = writeln!(o, "Events ({total}): {}", summary.join(", "));
     // Suspected OOMs first: they are why people open a recording.
     let mut listed: Vec<&Event> = sum
         .events
@@ -238,13 +236,13 @@ fn events(o: &mut String, sum: &Summary, dated: bool) {
         .collect();
     listed.sort_by_key(|e| e.t_ms);
     for e in &listed {
-        let _ = writeln!(o, "  {}  {}", clock(e.t_ms, dated), e.message);
+        let _ = writeln!(o, "  {}  {}", clock(e.t_ms, dated), clean(&e.message));
     }
-    if sum.events.len() > listed.len() {
+    if total > listed.len() as u64 {
         let _ = writeln!(
             o,
             "  ... and {} more (`jq 'select(.type == \"event\")' FILE` lists them all)",
-            sum.events.len() - listed.len()
+            total - listed.len() as u64
         );
     }
 }
