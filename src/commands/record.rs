@@ -14,12 +14,13 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::analysis::AnalysisConfig;
+use crate::app::Clock;
 use crate::cli::{RecordArgs, SourceArgs};
 use crate::config;
-use crate::model::now_ms;
 use crate::model::units::{bytes_short, duration_short};
+use crate::model::{Millis, now_ms};
 use crate::pipeline::Pipeline;
-use crate::record::recorder::{Recorder, Report};
+use crate::record::recorder::{Outage, OutageNews, Recorder, Report, Summary, cause_text};
 use crate::record::{Header, Writer, WriterOptions, WriterStats};
 use crate::source::host;
 
@@ -76,7 +77,7 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
         .build()
         .context("starting the runtime")?;
     let started = Instant::now();
-    let mut status = Status::new(shown.clone(), tty, started);
+    let mut status = Status::new(shown.clone(), tty, started, Clock::Local, std::io::stderr());
     let waited = rt.block_on(async {
         let server = match listener {
             Some(l) => Some(
@@ -98,53 +99,111 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
     if let Some(h) = hook {
         let _ = h.join();
     }
-    let mut reports = waited?;
-    while let Ok(rep) = reports.try_recv() {
-        status.report(rep);
-    }
+    // What the recorder said after the wait ended (the last outage's news).
+    let waited = waited.map(|mut reports| {
+        while let Ok(rep) = reports.try_recv() {
+            status.report(rep);
+        }
+    });
     status.clear_line();
-    let stats = &summary.stats;
-    // The summary is printed even when the file could not be finished.
+    // The summary is printed whatever went wrong: it holds the losses.
     eprintln!(
-        "vramwatch: wrote {} snapshots ({}) to {} in {}{}{}{}",
-        stats.snapshots,
-        bytes_short(stats.total_bytes),
-        shown.display(),
-        duration_short(started.elapsed().as_secs()),
-        if stats.rotations > 0 {
-            format!("; {} more files from rotation", stats.rotations)
-        } else {
-            String::new()
-        },
-        if stats.dropped > 0 {
-            format!(
-                "; {} snapshots not written (see the warnings above)",
-                stats.dropped
-            )
-        } else {
-            String::new()
-        },
-        if summary.missed > 0 {
-            format!(
-                "; {} snapshots missed (the writer fell behind)",
-                summary.missed
-            )
-        } else {
-            String::new()
-        },
+        "vramwatch: {}",
+        summary_line(&summary, &shown, started.elapsed(), Clock::Local)
     );
+    waited?;
     if let Some(why) = summary.failed {
-        let why = format!("finishing {}: {why}", shown.display());
+        // The writer's errors name the file already.
+        let name = shown.display().to_string();
+        let why = if why.starts_with(&name) {
+            format!("finishing {why}")
+        } else {
+            format!("finishing {name}: {why}")
+        };
         return Err(crate::cli::Failure(why).into());
     }
     Ok(())
 }
 
+/// The line `record` ends with: what was written, and every snapshot that
+/// was not, by outage.
+fn summary_line(summary: &Summary, path: &Path, took: Duration, clock: Clock) -> String {
+    let stats = &summary.stats;
+    let mut line = format!(
+        "wrote {} ({}) to {} in {}",
+        snapshots(stats.snapshots),
+        bytes_short(stats.total_bytes),
+        path.display(),
+        duration_short(took.as_secs()),
+    );
+    if stats.rotations > 0 {
+        line.push_str(&format!("; {} more files from rotation", stats.rotations));
+    }
+    let outages = &summary.outages;
+    if !outages.is_empty() {
+        let listed: Vec<String> = outages
+            .iter()
+            .take(OUTAGES_LISTED)
+            .map(|o| {
+                let until = match o.ended {
+                    Some((t, _)) => format!("\u{2013}{}", clock.hms(t)),
+                    None => " to the end".into(),
+                };
+                format!(
+                    "{}{until} ({} lost: {})",
+                    clock.hms(o.since_ms),
+                    o.lost,
+                    o.cause_text()
+                )
+            })
+            .collect();
+        let more = outages.len().saturating_sub(OUTAGES_LISTED);
+        line.push_str(&format!(
+            "; {} not recorded in {}: {}{}",
+            snapshots(summary.lost()),
+            plural(outages.len() as u64, "outage", "outages"),
+            listed.join(", "),
+            if more > 0 {
+                format!(" and {more} more (see the warnings above)")
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if summary.missed > 0 {
+        line.push_str(&format!(
+            "; {} missed (the writer fell behind)",
+            snapshots(summary.missed)
+        ));
+    }
+    line
+}
+
+/// Outages named one by one in the summary line.
+const OUTAGES_LISTED: usize = 3;
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn snapshots(n: u64) -> String {
+    plural(n, "snapshot", "snapshots")
+}
+
+/// `seq 12` or `seq 12–40`.
+fn seqs(first: u64, last: u64) -> String {
+    if first == last {
+        format!("seq {first}")
+    } else {
+        format!("seq {first}\u{2013}{last}")
+    }
+}
+
 /// Shows the recorder's progress until a signal or the deadline. Returns
 /// the report channel, for what comes after the stop.
-async fn wait(
+async fn wait<W: Write>(
     mut reports: mpsc::UnboundedReceiver<Report>,
-    status: &mut Status,
+    status: &mut Status<W>,
     duration: Option<Duration>,
 ) -> Result<mpsc::UnboundedReceiver<Report>> {
     let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
@@ -170,41 +229,64 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// The status line: rewritten in place on a terminal, a plain line every
-/// minute otherwise.
-struct Status {
+/// The status line (rewritten in place on a terminal, a plain line every
+/// minute otherwise) and the recorder's news, written to `out` (stderr).
+///
+/// Every outage is told as it begins, at once, however recent the last
+/// warning; while it goes on, a reminder at most once a minute (of the
+/// snapshots' time); and when it ends, how long it lasted and what it
+/// lost. Other warnings of one kind are said at most once a minute.
+struct Status<W: Write> {
     path: PathBuf,
     tty: bool,
     started: Instant,
+    clock: Clock,
+    out: W,
     stats: WriterStats,
     last_log: Instant,
     last_warning: Option<(String, Instant)>,
+    /// The outage going on, and when (snapshot time) it was last told.
+    outage: Option<Outage>,
+    outage_told_ms: Millis,
+    /// Snapshots lost in the outages that ended.
+    lost_before: u64,
     on_line: bool,
 }
 
-impl Status {
-    fn new(path: PathBuf, tty: bool, started: Instant) -> Status {
+impl<W: Write> Status<W> {
+    fn new(path: PathBuf, tty: bool, started: Instant, clock: Clock, out: W) -> Status<W> {
         Status {
             path,
             tty,
             started,
+            clock,
+            out,
             stats: WriterStats::default(),
             last_log: Instant::now(),
             last_warning: None,
+            outage: None,
+            outage_told_ms: 0,
+            lost_before: 0,
             on_line: false,
         }
     }
 
+    /// Snapshots lost so far, in every outage.
+    fn lost(&self) -> u64 {
+        self.lost_before + self.outage.as_ref().map_or(0, |o| o.lost)
+    }
+
     fn line(&self) -> String {
         let s = &self.stats;
+        let lost = self.lost();
         format!(
             "● REC {}  {} snapshots  {}  {}{}",
             self.path.display(),
             s.snapshots,
             bytes_short(s.bytes),
             duration_short(self.started.elapsed().as_secs()),
-            if s.dropped > 0 {
-                format!("  {} not written", s.dropped)
+            if lost > 0 {
+                format!("  {lost} not recorded")
             } else {
                 String::new()
             }
@@ -213,18 +295,20 @@ impl Status {
 
     fn show(&mut self) {
         if self.tty {
-            eprint!("\r\x1b[K{}", self.line());
-            let _ = std::io::stderr().flush();
+            let line = self.line();
+            let _ = write!(self.out, "\r\x1b[K{line}");
+            let _ = self.out.flush();
             self.on_line = true;
         } else if self.last_log.elapsed() >= LOG_EVERY {
             self.last_log = Instant::now();
-            eprintln!("vramwatch: {}", self.line());
+            let line = self.line();
+            let _ = writeln!(self.out, "vramwatch: {line}");
         }
     }
 
     fn clear_line(&mut self) {
         if self.on_line {
-            eprint!("\r\x1b[K");
+            let _ = write!(self.out, "\r\x1b[K");
             self.on_line = false;
         }
     }
@@ -232,14 +316,20 @@ impl Status {
     /// A message on a line of its own.
     fn say(&mut self, msg: &str) {
         self.clear_line();
-        eprintln!("vramwatch: {msg}");
+        let _ = writeln!(self.out, "vramwatch: {msg}");
     }
 
     fn report(&mut self, r: Report) {
         match r {
-            Report::Wrote { stats, .. } => self.stats = stats,
+            Report::Wrote { stats, outage, .. } => {
+                self.stats = stats;
+                if let Some(news) = outage {
+                    self.outage_news(*news);
+                }
+            }
             Report::Missed { count, before_seq } => self.say(&format!(
-                "warning: {count} snapshot(s) before seq {before_seq} never reached the recorder (its queue was full)"
+                "warning: {} before seq {before_seq} never reached the recorder (its queue was full)",
+                snapshots(count)
             )),
             Report::Rotated(previous) => {
                 self.say(&format!(
@@ -248,18 +338,68 @@ impl Status {
                     previous.display()
                 ));
             }
+            // The outage's own news says it (`Wrote` comes first).
+            Report::Warning(w) if self.outage.as_ref().is_some_and(|o| o.latest == w) => {}
             Report::Warning(w) => {
                 // The same trouble every second is said once a minute.
-                let text = w.to_string();
-                let kind = std::mem::discriminant(&w);
+                let kind = format!("{:?}", std::mem::discriminant(&w));
                 let repeat = self
                     .last_warning
                     .as_ref()
-                    .is_some_and(|(k, at)| *k == format!("{kind:?}") && at.elapsed() < LOG_EVERY);
+                    .is_some_and(|(k, at)| *k == kind && at.elapsed() < LOG_EVERY);
                 if !repeat {
-                    self.last_warning = Some((format!("{kind:?}"), Instant::now()));
-                    self.say(&format!("warning: {text}"));
+                    self.last_warning = Some((kind, Instant::now()));
+                    self.say(&format!("warning: {w}"));
                 }
+            }
+        }
+    }
+
+    fn outage_news(&mut self, news: OutageNews) {
+        let path = self.path.display().to_string();
+        match news {
+            OutageNews::Began(o) => {
+                let msg = format!(
+                    "warning: {path}: outage {} began at {}: {}: {} not recorded ({}); will keep trying with every snapshot",
+                    o.number,
+                    self.clock.hms(o.since_ms),
+                    o.cause_text(),
+                    snapshots(o.lost),
+                    seqs(o.first_lost, o.last_lost),
+                );
+                self.say(&msg);
+                self.outage_told_ms = o.since_ms;
+                self.outage = Some(o);
+            }
+            OutageNews::GoesOn(o) => {
+                if o.last_ms.saturating_sub(self.outage_told_ms) >= LOG_EVERY.as_millis() as u64 {
+                    let latest = cause_text(&o.latest);
+                    let msg = format!(
+                        "warning: {path}: outage {} goes on since {} ({}): {latest}: {} not recorded so far; will keep trying",
+                        o.number,
+                        self.clock.hms(o.since_ms),
+                        duration_short(o.last_ms.saturating_sub(o.since_ms) / 1000),
+                        snapshots(o.lost),
+                    );
+                    self.say(&msg);
+                    self.outage_told_ms = o.last_ms;
+                }
+                self.outage = Some(o);
+            }
+            OutageNews::Ended(o) => {
+                let (t, seq) = o.ended.unwrap_or((o.last_ms, o.last_lost + 1));
+                let msg = format!(
+                    "{path}: outage {} ended at {}: recording again from seq {seq} after {}; {} lost ({}: {})",
+                    o.number,
+                    self.clock.hms(t),
+                    duration_short(t.saturating_sub(o.since_ms) / 1000),
+                    snapshots(o.lost),
+                    seqs(o.first_lost, o.last_lost),
+                    o.cause_text(),
+                );
+                self.say(&msg);
+                self.lost_before += o.lost;
+                self.outage = None;
             }
         }
     }
@@ -267,4 +407,161 @@ impl Status {
 
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::RecordWarning;
+
+    /// 2025-11-24 16:00:00 UTC.
+    const T0: Millis = 1_764_000_000_000;
+
+    fn full(seq: u64) -> RecordWarning {
+        RecordWarning::DiskFull {
+            path: "/r/x.jsonl".into(),
+            seq,
+            count: 1,
+        }
+    }
+
+    /// Outage `number` from second `from` of the recording, `lost`
+    /// snapshots (one a second) so far.
+    fn outage(number: u32, from: u64, lost: u64) -> Outage {
+        let last = from + lost - 1;
+        Outage {
+            number,
+            since_ms: T0 + from * 1000,
+            last_ms: T0 + last * 1000,
+            first_lost: from,
+            last_lost: last,
+            lost,
+            cause: full(from),
+            latest: full(last),
+            ended: None,
+        }
+    }
+
+    fn status() -> Status<Vec<u8>> {
+        Status::new(
+            PathBuf::from("/r/x.jsonl"),
+            false,
+            Instant::now(),
+            Clock::Utc,
+            Vec::new(),
+        )
+    }
+
+    /// The lines said since the last call.
+    fn said(s: &mut Status<Vec<u8>>) -> Vec<String> {
+        let text = String::from_utf8_lossy(&s.out).into_owned();
+        s.out.clear();
+        text.lines().map(str::to_owned).collect()
+    }
+
+    /// One failed write, as the recorder reports it: its news, then the
+    /// writer's warning.
+    fn failed_write(s: &mut Status<Vec<u8>>, news: OutageNews) {
+        let latest = match &news {
+            OutageNews::Began(o) | OutageNews::GoesOn(o) | OutageNews::Ended(o) => o.latest.clone(),
+        };
+        s.report(Report::Wrote {
+            stats: WriterStats::default(),
+            missed: 0,
+            outage: Some(Box::new(news)),
+        });
+        s.report(Report::Warning(latest));
+    }
+
+    #[test]
+    fn every_outage_is_told_as_it_begins_goes_on_and_ends() {
+        let mut s = status();
+        failed_write(&mut s, OutageNews::Began(outage(1, 20, 1)));
+        assert_eq!(
+            said(&mut s),
+            [
+                "vramwatch: warning: /r/x.jsonl: outage 1 began at 16:00:20: the disk is full: 1 snapshot not recorded (seq 20); will keep trying with every snapshot"
+            ]
+        );
+        // Within the minute: nothing more, not even the writer's warnings.
+        for lost in 2..=60 {
+            failed_write(&mut s, OutageNews::GoesOn(outage(1, 20, lost)));
+        }
+        assert_eq!(said(&mut s), Vec::<String>::new());
+        failed_write(&mut s, OutageNews::GoesOn(outage(1, 20, 61)));
+        assert_eq!(
+            said(&mut s),
+            [
+                "vramwatch: warning: /r/x.jsonl: outage 1 goes on since 16:00:20 (1m00s): the disk is full: 61 snapshots not recorded so far; will keep trying"
+            ]
+        );
+        let mut o = outage(1, 20, 70);
+        o.ended = Some((T0 + 90_000, 90));
+        s.report(Report::Wrote {
+            stats: WriterStats::default(),
+            missed: 0,
+            outage: Some(Box::new(OutageNews::Ended(o))),
+        });
+        assert_eq!(
+            said(&mut s),
+            [
+                "vramwatch: /r/x.jsonl: outage 1 ended at 16:01:30: recording again from seq 90 after 1m10s; 70 snapshots lost (seq 20\u{2013}89: the disk is full)"
+            ]
+        );
+        // A new outage five seconds later is told at once.
+        failed_write(&mut s, OutageNews::Began(outage(2, 95, 1)));
+        assert_eq!(
+            said(&mut s),
+            [
+                "vramwatch: warning: /r/x.jsonl: outage 2 began at 16:01:35: the disk is full: 1 snapshot not recorded (seq 95); will keep trying with every snapshot"
+            ]
+        );
+        assert_eq!(s.lost(), 71);
+        assert!(s.line().ends_with("  71 not recorded"), "{}", s.line());
+    }
+
+    #[test]
+    fn other_warnings_are_said_once_a_minute() {
+        let mut s = status();
+        let removed = RecordWarning::Removed {
+            path: "/r/x.jsonl".into(),
+        };
+        s.report(Report::Warning(removed.clone()));
+        s.report(Report::Warning(removed));
+        assert_eq!(
+            said(&mut s),
+            [
+                "vramwatch: warning: /r/x.jsonl was removed or moved away while recording; recording goes on in a new /r/x.jsonl"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_summary_gives_the_losses_by_outage() {
+        let mut first = outage(1, 20, 35);
+        first.ended = Some((T0 + 55_000, 55));
+        let summary = Summary {
+            stats: WriterStats {
+                snapshots: 67,
+                total_bytes: 3 << 20,
+                ..WriterStats::default()
+            },
+            missed: 0,
+            failed: None,
+            outages: vec![first, outage(2, 100, 298)],
+        };
+        let path = Path::new("/r/x.jsonl");
+        assert_eq!(
+            summary_line(&summary, path, Duration::from_secs(400), Clock::Utc),
+            "wrote 67 snapshots (3M) to /r/x.jsonl in 6m40s; 333 snapshots not recorded in 2 outages: 16:00:20\u{2013}16:00:55 (35 lost: the disk is full), 16:01:40 to the end (298 lost: the disk is full)"
+        );
+        let quiet = Summary {
+            outages: Vec::new(),
+            ..summary
+        };
+        assert_eq!(
+            summary_line(&quiet, path, Duration::from_secs(5), Clock::Utc),
+            "wrote 67 snapshots (3M) to /r/x.jsonl in 5s"
+        );
+    }
 }

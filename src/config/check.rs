@@ -11,15 +11,16 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::load::{Found, Position, SCHEMA_VERSION, echo};
+use super::load::{Found, Position, SCHEMA_VERSION, cap, echo, huge_number};
 use super::raw::{self, DurationKind, DurationOrOffKind, RawConfig, S, Scalar, Text};
 use super::shape::closest;
 use super::units::{
-    format_duration, format_rate, format_size, parse_duration, parse_listen, parse_rate, parse_size,
+    format_duration, format_rate, format_size, is_too_large, parse_duration, parse_listen,
+    parse_rate, parse_size,
 };
 use super::{
-    Alerts, ColorDepth, Column, Config, Display, INTERVAL_RANGE, Level, Record, Sampling, Serve,
-    Theme, Thresholds,
+    Alerts, ColorDepth, Column, Config, Display, INTERVAL_RANGE, Level, MAX_PROCESS_SERIES, Record,
+    Sampling, Serve, Theme, Thresholds, check_label_name,
 };
 
 /// Checks `raw`, adding to `problems` (those found before, by serde, about
@@ -104,6 +105,23 @@ impl Validator<'_> {
         echo(self.text.get(span.clone()).unwrap_or_default())
     }
 
+    /// "a number too large" for a number written past what 64 bits hold
+    /// (the loader reads it as the largest, so it reaches the range check).
+    fn huge(&self, span: &Range<usize>) -> Option<&'static str> {
+        match huge_number(self.text.get(span.clone()).unwrap_or_default())? {
+            true => Some("a number too large"),
+            false => Some("a number too small"),
+        }
+    }
+
+    /// `must be …`, after "a number too large, " where that is why.
+    fn must_be(&self, span: &Range<usize>, what: &str) -> String {
+        match self.huge(span) {
+            Some(huge) => format!("{huge}, must be {what}"),
+            None => format!("must be {what}"),
+        }
+    }
+
     /// A parsed value if it lies in `range`. Otherwise the problem, naming
     /// the key, the value as written and what it must be (`also` ends both
     /// messages, e.g. `, or "off"`), and `None`.
@@ -120,9 +138,14 @@ impl Validator<'_> {
         match parsed {
             Ok(v) if range.contains(&v) => Some(v),
             Ok(_) => {
+                let must = self.must_be(&span, &range_text);
+                self.bad(Some(span), format!("{label} = {echo}: {must}{also}"));
+                None
+            }
+            Err(why) if is_too_large(&why) => {
                 self.bad(
                     Some(span),
-                    format!("{label} = {echo}: must be {range_text}{also}"),
+                    format!("{label} = {echo}: {why}, must be {range_text}{also}"),
                 );
                 None
             }
@@ -235,9 +258,10 @@ impl Validator<'_> {
             && *v.get_ref() != SCHEMA_VERSION
         {
             let echo = self.echo(&v.span());
+            let why = self.huge(&v.span()).unwrap_or("unsupported config version");
             self.bad(
                 Some(v.span()),
-                format!("version = {echo}: unsupported config version; this vramwatch reads version {SCHEMA_VERSION}"),
+                format!("version = {echo}: {why}; this vramwatch reads version {SCHEMA_VERSION}"),
             );
         }
         let sampling = self.sampling(raw.sampling.unwrap_or_default());
@@ -453,9 +477,10 @@ impl Validator<'_> {
                     Scalar::Str(s) if s.trim() == "off" => None,
                     Scalar::Num(v) if (1.0..=100.0).contains(v) => Some(*v),
                     _ => {
+                        let must = self.must_be(&f.span(), "a percentage between 1 and 100");
                         self.bad(
                             Some(f.span()),
-                            format!("[alerts] burst_level = {echo}: must be a percentage between 1 and 100, or \"off\""),
+                            format!("[alerts] burst_level = {echo}: {must}, or \"off\""),
                         );
                         d.burst_level
                     }
@@ -533,12 +558,8 @@ impl Validator<'_> {
                 };
                 v.unwrap_or_else(|| {
                     let echo = self.echo(&f.span());
-                    self.bad(
-                        Some(f.span()),
-                        format!(
-                            "[display] color = {echo}: must be \"auto\", 16, 256 or \"truecolor\""
-                        ),
-                    );
+                    let must = self.must_be(&f.span(), "\"auto\", 16, 256 or \"truecolor\"");
+                    self.bad(Some(f.span()), format!("[display] color = {echo}: {must}"));
                     d.color
                 })
             }
@@ -582,7 +603,8 @@ impl Validator<'_> {
                         self.bad(
                             Some(item.span()),
                             format!(
-                                "{label}: `{name}` is listed twice (first at column {})",
+                                "{label}: `{}` is listed twice (first at column {})",
+                                cap(&name),
                                 at.column
                             ),
                         );
@@ -597,6 +619,7 @@ impl Validator<'_> {
                         Some(c) => format!("did you mean `{c}`?"),
                         None => format!("valid columns: {}", names.join(", ")),
                     };
+                    let name = cap(&name);
                     self.bad(
                         Some(item.span()),
                         format!("{label}: unknown column `{name}`; {hint}"),
@@ -653,18 +676,51 @@ impl Validator<'_> {
 
     fn serve(&mut self, r: raw::RawServe) -> Serve {
         let d = Serve::default();
-        match &r.listen {
-            None => d,
+        let listen = match &r.listen {
+            None => d.listen,
             Some(f) => match parse_listen(f.get_ref()) {
-                Ok(addr) => Serve {
-                    listen: addr.to_string(),
-                },
+                Ok(addr) => addr.to_string(),
                 Err(why) => {
                     let echo = self.echo(&f.span());
                     self.bad(Some(f.span()), format!("[serve] listen = {echo}: {why}"));
-                    d
+                    d.listen
                 }
             },
+        };
+        let hostname_label = match &r.hostname_label {
+            None => d.hostname_label,
+            Some(f) => match check_label_name(f.get_ref()) {
+                Ok(()) => f.get_ref().clone(),
+                Err(why) => {
+                    let echo = self.echo(&f.span());
+                    self.bad(
+                        Some(f.span()),
+                        format!("[serve] hostname_label = {echo}: {why}"),
+                    );
+                    d.hostname_label
+                }
+            },
+        };
+        let max_process_series = match &r.max_process_series {
+            None => d.max_process_series,
+            Some(f) => {
+                let range = 0..=MAX_PROCESS_SERIES as i64;
+                let text = format!("a whole number from 0 to {MAX_PROCESS_SERIES}");
+                self.in_range(
+                    "[serve] max_process_series",
+                    f.span(),
+                    Ok(*f.get_ref()),
+                    &range,
+                    text,
+                    "",
+                )
+                .map_or(d.max_process_series, |v| v as usize)
+            }
+        };
+        Serve {
+            listen,
+            hostname_label,
+            max_process_series,
         }
     }
 }

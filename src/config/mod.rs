@@ -355,12 +355,73 @@ impl Default for Record {
 pub struct Serve {
     /// Listen address; always parses as a `SocketAddr` (checked on load).
     pub listen: String,
+    /// Name of the label that carries the host name on every series: a
+    /// Prometheus label name none of vramwatch's own labels use (checked on
+    /// load). `Hostname` as dcgm-exporter's releases write it.
+    pub hostname_label: String,
+    /// At most this many processes-on-a-GPU get series on `/metrics` (the
+    /// ones holding the most memory), `0..=MAX_PROCESS_SERIES`.
+    pub max_process_series: usize,
+}
+
+/// Largest `[serve] max_process_series`.
+pub const MAX_PROCESS_SERIES: usize = 100_000;
+
+/// Labels vramwatch's series carry (or Prometheus adds) that the host
+/// label must not take the name of.
+pub const TAKEN_LABELS: [&str; 21] = [
+    "gpu",
+    "UUID",
+    "pci_bus_id",
+    "device",
+    "modelName",
+    "DCGM_FI_DRIVER_VERSION",
+    "pid",
+    "start_time",
+    "user",
+    "command",
+    "container_id",
+    "state",
+    "alert",
+    "severity",
+    "version",
+    "source",
+    "driver_version",
+    "cuda_version",
+    "instance",
+    "job",
+    "le",
+];
+
+/// A Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`, not `__…`) that no
+/// other label of vramwatch's series has.
+pub(crate) fn check_label_name(s: &str) -> Result<(), String> {
+    let mut chars = s.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(
+            "must be a Prometheus label name: letters, digits and `_`, not starting with a digit (e.g. \"Hostname\" or \"hostname\")".into(),
+        );
+    }
+    if s.starts_with("__") {
+        return Err("names starting with `__` are Prometheus's own".into());
+    }
+    if TAKEN_LABELS.contains(&s) {
+        return Err(format!(
+            "`{s}` is already a label of vramwatch's series (or one Prometheus adds); choose another, e.g. \"Hostname\" or \"hostname\""
+        ));
+    }
+    Ok(())
 }
 
 impl Default for Serve {
     fn default() -> Self {
         Serve {
             listen: "127.0.0.1:9400".into(),
+            hostname_label: "Hostname".into(),
+            max_process_series: 500,
         }
     }
 }
@@ -379,3 +440,33 @@ pub struct Config {
 }
 
 pub mod keys;
+
+#[cfg(test)]
+mod serve_tests {
+    use super::load::parse;
+
+    #[test]
+    fn serve_keys_are_read_and_checked() {
+        let c = parse(
+            "[serve]\nhostname_label = \"hostname\"\nmax_process_series = 10\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(c.serve.hostname_label, "hostname");
+        assert_eq!(c.serve.max_process_series, 10);
+        for (text, want) in [
+            (
+                "hostname_label = \"9host\"",
+                "must be a Prometheus label name",
+            ),
+            ("hostname_label = \"gpu\"", "already a label"),
+            ("hostname_label = \"__host\"", "Prometheus's own"),
+            ("max_process_series = -1", "a whole number from 0 to 100000"),
+        ] {
+            let e = parse(&format!("[serve]\n{text}\n"), "t.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("[serve]") && e.contains(want), "{text}: {e}");
+        }
+    }
+}

@@ -86,6 +86,8 @@ pub(crate) struct RawRecord {
 #[serde(deny_unknown_fields, expecting = "the [serve] table")]
 pub(crate) struct RawServe {
     pub listen: S<String>,
+    pub hostname_label: S<String>,
+    pub max_process_series: S<i64>,
 }
 
 /// A scalar as written, before its unit is read: a string, or a number
@@ -318,7 +320,10 @@ mod tests {
                 "serve"
             ]
         );
-        assert_eq!(section_keys("serve"), ["listen"]);
+        assert_eq!(
+            section_keys("serve"),
+            ["listen", "hostname_label", "max_process_series"]
+        );
         assert!(section_keys("sampling").contains(&"fast_interval"));
         for s in SECTIONS {
             assert!(!section_keys(s).is_empty(), "{s}");

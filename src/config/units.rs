@@ -7,15 +7,27 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use super::load::cap;
+
+/// What a parser says of a number too large to hold. The caller adds the
+/// key's range: `a duration too large, must be between 100ms and 1m`.
+const TOO_LARGE: &str = "too large";
+
+/// Whether a parser's message says the value is too large (the caller then
+/// gives the range).
+pub(crate) fn is_too_large(why: &str) -> bool {
+    why.ends_with(TOO_LARGE)
+}
+
 /// Parses a duration such as `500ms`, `1s`, `10m`, `1h30m`, `7days`.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     use humantime::DurationError as E;
     let why = match humantime::parse_duration(s.trim()) {
         Ok(d) => return Ok(d),
         Err(E::UnknownUnit { unit, .. }) if unit.is_empty() => "the number has no unit".to_owned(),
-        Err(E::UnknownUnit { unit, .. }) => format!("`{unit}` is not a time unit"),
+        Err(E::UnknownUnit { unit, .. }) => format!("`{}` is not a time unit", cap(&unit)),
         Err(E::Empty) => "it is empty".to_owned(),
-        Err(E::NumberOverflow) => "it is too large or too precise".to_owned(),
+        Err(E::NumberOverflow) => return Err(format!("a duration {TOO_LARGE}")),
         Err(E::InvalidCharacter(_) | E::NumberExpected(_)) => "not a number with a unit".to_owned(),
     };
     Err(format!(
@@ -53,11 +65,14 @@ pub(crate) fn parse_listen(s: &str) -> Result<SocketAddr, String> {
                 if bracketed.is_none() && host.contains(':') {
                     "an IPv6 address and port are written with brackets, `[::1]:9400`".to_owned()
                 } else if ip.parse::<IpAddr>().is_ok() {
-                    format!("`{port}` is not a port (0 to 65535)")
+                    format!("`{}` is not a port (0 to 65535)", cap(port))
                 } else if host.is_empty() {
                     "no address before the port".to_owned()
                 } else {
-                    format!("`{host}` is not an IP address (host names are not looked up)")
+                    format!(
+                        "`{}` is not an IP address (host names are not looked up)",
+                        cap(host)
+                    )
                 }
             }
         }
@@ -94,7 +109,7 @@ fn bytes(t: &str) -> Result<f64, String> {
     let value: f64 = match num.parse() {
         Ok(v) => v,
         Err(_) if num.is_empty() => return Err("it does not start with a number".into()),
-        Err(_) => return Err(format!("`{num}` is not a number")),
+        Err(_) => return Err(format!("`{}` is not a number", cap(&num))),
     };
     let lower = unit.to_ascii_lowercase();
     let factor = if unit.is_empty() {
@@ -111,11 +126,11 @@ fn bytes(t: &str) -> Result<f64, String> {
             "`{unit}` is ambiguous; write {up}iB (binary) or {up}B (decimal)"
         ));
     } else {
-        return Err(format!("`{unit}` is not a unit; {SIZE_HELP}"));
+        return Err(format!("`{}` is not a unit; {SIZE_HELP}", cap(unit)));
     };
     let bytes = value * factor;
     if !bytes.is_finite() || bytes > u64::MAX as f64 {
-        return Err("it is too large".into());
+        return Err(TOO_LARGE.into());
     }
     Ok(bytes)
 }
@@ -123,9 +138,13 @@ fn bytes(t: &str) -> Result<f64, String> {
 /// Parses a number of bytes (`512MiB`, `1GiB`, `100MB`, `4096`); fractions
 /// of a byte are rounded.
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    bytes(s)
-        .map(|b| b.round() as u64)
-        .map_err(|why| format!("not a size: {why}; e.g. 512MiB, 1GiB"))
+    bytes(s).map(|b| b.round() as u64).map_err(|why| {
+        if is_too_large(&why) {
+            format!("a size {TOO_LARGE}")
+        } else {
+            format!("not a size: {why}; e.g. 512MiB, 1GiB")
+        }
+    })
 }
 
 /// Parses a byte rate such as `4MiB/s` into bytes per second.
@@ -140,7 +159,13 @@ pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
         Some(size) => bytes(size),
         None => Err("it needs a per-second unit".to_owned()),
     };
-    result.map_err(|why| format!("not a rate: {why}; e.g. 4MiB/s"))
+    result.map_err(|why| {
+        if is_too_large(&why) {
+            format!("a rate {TOO_LARGE}")
+        } else {
+            format!("not a rate: {why}; e.g. 4MiB/s")
+        }
+    })
 }
 
 /// Writes a byte count in the largest binary unit it is a whole multiple
@@ -261,10 +286,23 @@ mod tests {
                 .unwrap_err()
                 .contains("`1.2.3` is not a number")
         );
+        assert_eq!(
+            parse_size("99999999999TiB").unwrap_err(),
+            "a size too large"
+        );
+        assert_eq!(
+            parse_duration("99999999999999999999h").unwrap_err(),
+            "a duration too large"
+        );
+        let huge = format!("{}KiB/s", "9".repeat(400));
+        assert_eq!(parse_rate(&huge).unwrap_err(), "a rate too large");
+        assert!(is_too_large("a rate too large"));
+        // What is quoted from the value is cut short.
+        let long = format!("1{}", "x".repeat(1000));
+        let e = parse_size(&long).unwrap_err();
         assert!(
-            parse_size("99999999999TiB")
-                .unwrap_err()
-                .contains("too large")
+            e.len() < 200 && e.contains("\u{2026}` is not a unit"),
+            "{e}"
         );
     }
 

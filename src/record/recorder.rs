@@ -7,6 +7,12 @@
 //! from the dashboard: a slow frame cannot make it miss one. Should the
 //! queue ever overflow (the disk stalls for longer than it holds), what was
 //! missed is counted from the gaps in `seq` and reported.
+//!
+//! Writes that fail (a full disk, a file too large, a file that cannot be
+//! opened again) are grouped into [`Outage`]s: each begins with the first
+//! snapshot lost and ends when a snapshot reaches the file again. Every
+//! outage is reported as it begins, as it goes on and as it ends, and the
+//! [`Summary`] lists them all, so no loss goes unsaid.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use crate::model::now_ms;
+use crate::model::{Millis, Snapshot, now_ms};
 use crate::pipeline::{Analyzed, GapCounter, Hub};
 use crate::record::{
     Header, RecordError, RecordWarning, WriteOutcome, Writer, WriterOptions, WriterStats,
@@ -30,10 +36,13 @@ const STOP_POLL: Duration = Duration::from_millis(100);
 /// What the writer thread reports as it goes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Report {
-    /// A snapshot was written (or not: see `dropped`); the totals so far.
+    /// A snapshot was written (or not: see `outage`); the totals so far.
+    /// Sent before the write's [`Report::Warning`], if it had one.
     Wrote {
         stats: WriterStats,
         missed: u64,
+        /// The write began, continued or ended an outage.
+        outage: Option<Box<OutageNews>>,
     },
     /// The file reached its size limit and was moved to this path.
     Rotated(PathBuf),
@@ -45,6 +54,59 @@ pub enum Report {
     },
 }
 
+/// A stretch of failed writes: from the first snapshot lost until a
+/// snapshot reaches the file again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outage {
+    /// 1 for the recording's first outage, 2 for the next, ...
+    pub number: u32,
+    /// When it began: the time of the snapshot whose write failed first.
+    pub since_ms: Millis,
+    /// The time of the last snapshot lost so far.
+    pub last_ms: Millis,
+    /// The first and last snapshot (`seq`) lost so far. (Snapshots held by
+    /// the compressor are lost with a failed flush, so the first can come
+    /// before the write that failed.)
+    pub first_lost: u64,
+    pub last_lost: u64,
+    /// Snapshots lost in it so far.
+    pub lost: u64,
+    /// What went wrong first, and most recently.
+    pub cause: RecordWarning,
+    pub latest: RecordWarning,
+    /// When a snapshot reached the file again: its time and `seq`. `None`
+    /// while the outage lasts (or when the recording ended in it).
+    pub ended: Option<(Millis, u64)>,
+}
+
+impl Outage {
+    /// What went wrong, in a few words: "the disk is full".
+    pub fn cause_text(&self) -> String {
+        cause_text(&self.cause)
+    }
+}
+
+/// What went wrong in a warning, without the path and counts.
+pub fn cause_text(w: &RecordWarning) -> String {
+    match w {
+        RecordWarning::DiskFull { .. } => "the disk is full".into(),
+        RecordWarning::WriteFailed { reason, .. } => format!("writing failed: {reason}"),
+        RecordWarning::CannotOpen { reason, .. } => format!("the file cannot be opened: {reason}"),
+        RecordWarning::Removed { .. } => "the file was removed or moved away".into(),
+    }
+}
+
+/// What a write did to the outages.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutageNews {
+    /// The write failed after others had succeeded.
+    Began(Outage),
+    /// The write failed again.
+    GoesOn(Outage),
+    /// The write reached the file after failures; `ended` is set.
+    Ended(Outage),
+}
+
 /// How the recording ended.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {
@@ -53,6 +115,16 @@ pub struct Summary {
     pub missed: u64,
     /// Why the file could not be finished, if it could not.
     pub failed: Option<String>,
+    /// Every outage, in order; the last has no end if the recording
+    /// stopped during it.
+    pub outages: Vec<Outage>,
+}
+
+impl Summary {
+    /// Snapshots lost to failed writes, in every outage.
+    pub fn lost(&self) -> u64 {
+        self.outages.iter().map(|o| o.lost).sum()
+    }
 }
 
 /// A recording in progress.
@@ -147,6 +219,7 @@ impl Recorder {
             stats: WriterStats::default(),
             missed: 0,
             failed: Some("the writer thread panicked".into()),
+            outages: Vec::new(),
         })
     }
 }
@@ -160,24 +233,9 @@ fn write_all(
     stop: &AtomicBool,
     mut on_report: impl FnMut(Report),
 ) -> Summary {
-    let mut gaps = GapCounter::default();
+    let mut reporting = Reporting::default();
     let mut write = |a: Arc<Analyzed>| {
-        let missed = gaps.saw(a.seq());
-        if missed > 0 {
-            on_report(Report::Missed {
-                count: missed,
-                before_seq: a.seq(),
-            });
-        }
-        match writer.write(&a.recorded()) {
-            WriteOutcome::Written => {}
-            WriteOutcome::Rotated { previous } => on_report(Report::Rotated(previous)),
-            WriteOutcome::Warning(w) => on_report(Report::Warning(w)),
-        }
-        on_report(Report::Wrote {
-            stats: writer.stats().clone(),
-            missed: gaps.missed,
-        });
+        reporting.write(&mut writer, &a.recorded(), &mut on_report);
     };
     loop {
         match queue.recv_timeout(STOP_POLL) {
@@ -192,21 +250,317 @@ fn write_all(
             break;
         }
     }
-    let missed = gaps.missed;
+    let missed = reporting.gaps.missed;
+    let outages = reporting.outages.into_list();
     let stats = writer.stats().clone();
     match writer.finish() {
         Ok(stats) => Summary {
             stats,
             missed,
             failed: None,
+            outages,
         },
         Err(e) => Summary {
             stats,
             missed,
             failed: Some(e.to_string()),
+            outages,
         },
+    }
+}
+
+/// What the writer thread keeps to report: the gaps in `seq` and the
+/// outages.
+#[derive(Default)]
+struct Reporting {
+    gaps: GapCounter,
+    outages: Outages,
+}
+
+impl Reporting {
+    /// Writes one snapshot and reports what happened: snapshots missed
+    /// before it, a rotation, the totals with any news of an outage, then
+    /// the writer's warning.
+    fn write(&mut self, writer: &mut Writer, snap: &Snapshot, on_report: &mut impl FnMut(Report)) {
+        let seq = snap.seq;
+        let missed = self.gaps.saw(seq);
+        if missed > 0 {
+            on_report(Report::Missed {
+                count: missed,
+                before_seq: seq,
+            });
+        }
+        let before = writer.stats().clone();
+        let outcome = writer.write(snap);
+        let after = writer.stats();
+        let warning = match outcome {
+            WriteOutcome::Written => None,
+            WriteOutcome::Rotated { previous } => {
+                on_report(Report::Rotated(previous));
+                None
+            }
+            WriteOutcome::Warning(w) => Some(w),
+        };
+        let outage = self
+            .outages
+            .after_write(seq, snap.t_ms, &before, after, warning.as_ref());
+        on_report(Report::Wrote {
+            stats: after.clone(),
+            missed: self.gaps.missed,
+            outage: outage.map(Box::new),
+        });
+        if let Some(w) = warning {
+            on_report(Report::Warning(w));
+        }
+    }
+}
+
+/// The outages so far: the one going on, and those that ended.
+#[derive(Default)]
+struct Outages {
+    current: Option<Outage>,
+    past: Vec<Outage>,
+}
+
+impl Outages {
+    /// Takes in one write of snapshot `seq` (taken at `t_ms`): the
+    /// writer's totals before and after it and its warning. Snapshots were
+    /// lost when the count of dropped ones grew, or when the file could
+    /// not be opened for this one (the writer does not count those); the
+    /// outage ends when data reaches the file again (a snapshot only held
+    /// by the compressor does not end it: its flush may still fail).
+    fn after_write(
+        &mut self,
+        seq: u64,
+        t_ms: Millis,
+        before: &WriterStats,
+        after: &WriterStats,
+        warning: Option<&RecordWarning>,
+    ) -> Option<OutageNews> {
+        let dropped = after.dropped.saturating_sub(before.dropped);
+        let unopened = matches!(warning, Some(RecordWarning::CannotOpen { .. }))
+            && dropped == 0
+            && after.snapshots <= before.snapshots;
+        let lost = dropped + u64::from(unopened);
+        if lost > 0 {
+            let w = warning
+                .cloned()
+                .unwrap_or_else(|| RecordWarning::WriteFailed {
+                    path: after.path.display().to_string(),
+                    seq,
+                    count: lost,
+                    reason: "no reason given".into(),
+                });
+            return Some(match self.current.as_mut() {
+                Some(o) => {
+                    o.lost += lost;
+                    o.last_lost = seq;
+                    o.last_ms = t_ms;
+                    o.latest = w;
+                    OutageNews::GoesOn(o.clone())
+                }
+                None => {
+                    let o = Outage {
+                        number: self.past.len() as u32 + 1,
+                        since_ms: t_ms,
+                        last_ms: t_ms,
+                        first_lost: (seq + 1).saturating_sub(lost),
+                        last_lost: seq,
+                        lost,
+                        cause: w.clone(),
+                        latest: w,
+                        ended: None,
+                    };
+                    self.current = Some(o.clone());
+                    OutageNews::Began(o)
+                }
+            });
+        }
+        if after.total_bytes > before.total_bytes {
+            let mut o = self.current.take()?;
+            o.ended = Some((t_ms, seq));
+            self.past.push(o.clone());
+            return Some(OutageNews::Ended(o));
+        }
+        None
+    }
+
+    /// Every outage, the one going on (if any) last.
+    fn into_list(self) -> Vec<Outage> {
+        let mut all = self.past;
+        all.extend(self.current);
+        all
     }
 }
 
 #[cfg(test)]
 mod tests;
+
+/// The outages, as the writer thread reports them, against a writer whose
+/// disk fills up and empties.
+#[cfg(test)]
+mod outage_tests {
+    use super::*;
+    use crate::source::sim::SimWorld;
+
+    const T0: Millis = 1_764_000_000_000;
+
+    /// Writes snapshots `from..to` (1 s apart) with the disk full (no byte
+    /// more fits) or not; returns the reports.
+    fn run(
+        w: &mut Writer,
+        r: &mut Reporting,
+        world: &SimWorld,
+        seqs: std::ops::Range<u64>,
+        full: bool,
+    ) -> Vec<Report> {
+        w.fail_beyond = full.then(|| w.stats().bytes);
+        let mut got = Vec::new();
+        for i in seqs {
+            let snap = world.snapshot(i, T0 + i * 1000, "me");
+            r.write(w, &snap, &mut |rep| got.push(rep));
+        }
+        got
+    }
+
+    fn news(reports: &[Report]) -> Vec<OutageNews> {
+        reports
+            .iter()
+            .filter_map(|r| match r {
+                Report::Wrote { outage, .. } => outage.as_deref().cloned(),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn writer(dir: &Path, name: &str, flush_s: u64, world: &SimWorld) -> Writer {
+        let opts = WriterOptions {
+            block_snapshots: 7,
+            flush_every: Duration::from_secs(flush_s),
+            ..WriterOptions::default()
+        };
+        Writer::create(&dir.join(name), Header::new(&world.info(), 1000, T0), opts).unwrap()
+    }
+
+    #[test]
+    fn every_outage_is_reported_as_it_begins_goes_on_and_ends() {
+        let world = SimWorld::new("demo", 1, T0).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let mut w = writer(d.path(), "r.jsonl", 0, &world);
+        let mut r = Reporting::default();
+        assert!(news(&run(&mut w, &mut r, &world, 0..10, false)).is_empty());
+        // The disk is full from 10 to 20: one outage.
+        let full = run(&mut w, &mut r, &world, 10..20, true);
+        let n = news(&full);
+        assert_eq!(n.len(), 10);
+        let OutageNews::Began(first) = &n[0] else {
+            panic!("{:?}", n[0])
+        };
+        assert_eq!(
+            (first.number, first.since_ms, first.first_lost, first.lost),
+            (1, T0 + 10_000, 10, 1)
+        );
+        assert_eq!(first.cause_text(), "the disk is full");
+        assert!(n[1..].iter().all(|x| matches!(x, OutageNews::GoesOn(_))));
+        // Each write's warning comes after its news, and is the outage's latest.
+        let OutageNews::GoesOn(last) = &n[9] else {
+            panic!()
+        };
+        assert_eq!(full.last(), Some(&Report::Warning(last.latest.clone())));
+        assert_eq!(
+            (last.lost, last.last_lost, last.last_ms),
+            (10, 19, T0 + 19_000)
+        );
+        // Space comes back at 20: it ends there.
+        let n = news(&run(&mut w, &mut r, &world, 20..25, false));
+        let [OutageNews::Ended(o)] = n.as_slice() else {
+            panic!("{n:?}")
+        };
+        assert_eq!(
+            (o.number, o.lost, o.ended),
+            (1, 10, Some((T0 + 20_000, 20)))
+        );
+        // A second outage, soon after, is news of its own; the recording
+        // stops during it.
+        let n = news(&run(&mut w, &mut r, &world, 25..30, true));
+        assert!(matches!(&n[0], OutageNews::Began(o) if o.number == 2 && o.first_lost == 25));
+        let outages = r.outages.into_list();
+        assert_eq!(outages.len(), 2);
+        assert_eq!(outages[1].lost, 5);
+        assert_eq!(outages[1].ended, None);
+        // The writer's count agrees.
+        assert_eq!(w.stats().dropped, 15);
+    }
+
+    /// Snapshots held by the compressor are lost with a failed flush: they
+    /// count, from the first one held; a snapshot only held does not end
+    /// an outage.
+    #[test]
+    fn snapshots_lost_with_the_compressor_are_counted() {
+        let world = SimWorld::new("demo", 1, T0).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let mut w = writer(d.path(), "r.jsonl.zst", 5, &world);
+        let mut r = Reporting::default();
+        run(&mut w, &mut r, &world, 0..10, false);
+        let n = news(&run(&mut w, &mut r, &world, 10..20, true));
+        let OutageNews::Began(o) = &n[0] else {
+            panic!("{n:?}")
+        };
+        assert!(o.first_lost < 10, "held snapshots from {}", o.first_lost);
+        let n = news(&run(&mut w, &mut r, &world, 20..40, false));
+        let ended: Vec<&Outage> = n
+            .iter()
+            .filter_map(|x| match x {
+                OutageNews::Ended(o) => Some(o),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ended.len(), 1, "{n:?}");
+        let outages = r.outages.into_list();
+        assert_eq!(
+            outages.iter().map(|o| o.lost).sum::<u64>(),
+            w.stats().dropped
+        );
+        assert_eq!(
+            outages[0].lost,
+            outages[0].last_lost + 1 - outages[0].first_lost
+        );
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_opened_loses_the_snapshot_but_a_failed_rotation_does_not() {
+        let mut o = Outages::default();
+        let path = PathBuf::from("/r/x.jsonl");
+        let before = WriterStats {
+            path: path.clone(),
+            snapshots: 5,
+            total_bytes: 100,
+            ..WriterStats::default()
+        };
+        let cannot = |seq: u64, reason: &str| RecordWarning::CannotOpen {
+            path: "/r/x.jsonl".into(),
+            seq,
+            reason: reason.into(),
+        };
+        // Rotation failed after the snapshot was written: no loss.
+        let written = WriterStats {
+            snapshots: 6,
+            total_bytes: 200,
+            ..before.clone()
+        };
+        let w = cannot(5, "rotating: denied");
+        assert_eq!(o.after_write(5, T0, &before, &written, Some(&w)), None);
+        // The file could not be opened again: the snapshot is lost.
+        let w = cannot(6, "denied");
+        let n = o.after_write(6, T0 + 1000, &written, &written, Some(&w));
+        assert!(
+            matches!(&n, Some(OutageNews::Began(x)) if x.lost == 1 && x.first_lost == 6),
+            "{n:?}"
+        );
+        assert_eq!(
+            cause_text(&w),
+            "the file cannot be opened: denied",
+            "the path and seq are said elsewhere"
+        );
+    }
+}

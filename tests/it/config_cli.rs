@@ -77,6 +77,21 @@ const EXPECTED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "huge_integer",
+        &[
+            "{F}:3:15: [thresholds] memory_warn = 99999999999999999999999: a number too large, must be between 0 and 100",
+        ],
+    ),
+    (
+        "huge_numbers",
+        &[
+            "{F}:1:11: version = 18446744073709551616: a number too large; this vramwatch reads version 1",
+            "{F}:4:12: [record] max_size = 99_999_999_999_999_999_999_999: a number too large, must be between 1MiB and 1TiB",
+            "{F}:7:9: [display] color = -99999999999999999999999: a number too small, must be \"auto\", 16, 256 or \"truecolor\"",
+            "{F}:10:14: [thresholds] power_crit = 1e999: a number too large, must be between 0 and 200",
+        ],
+    ),
+    (
         "key_conflict",
         &["{F}:3:19: [keys] `x` is bound to both kill (line 2) and terminate (line 3)"],
     ),
@@ -91,9 +106,28 @@ const EXPECTED: &[(&str, &[&str])] = &[
         &["{F}:2:1: interval: unknown top-level key; `interval` belongs in [sampling]"],
     ),
     (
+        "long_key",
+        &[
+            "{F}:3:1: [display] theme_theme_theme_theme_theme_theme_theme_theme_theme_theme_the\u{2026}: unknown key; valid keys: theme, color, columns, mouse, ascii",
+        ],
+    ),
+    (
+        "long_value",
+        &[
+            "{F}:2:9: [display] theme = \"solarized-solarized-solarized-solarized-solarized-solarized-so\u{2026}: must be \"dark\", \"light\" or \"mono\"",
+            "{F}:3:19: [display] columns: unknown column `memory_memory_memory_memory_memory_memory_memory_memory_memory_\u{2026}`; valid columns: gpu, pid, user, container, type, memory, memory_pct, trend, peak, alloc, sm, cpu, rss, age, command",
+        ],
+    ),
+    (
         "nested_table",
         &[
             "{F}:2:13: [thresholds.memory]: unknown table; [thresholds] has no sub-tables, its keys are memory_warn, memory_crit, temperature_warn, temperature_crit, power_warn, power_crit, utilization_warn, utilization_crit",
+        ],
+    ),
+    (
+        "not_utf8",
+        &[
+            "{F}:3:6: not UTF-8 text: the byte at offset 30 (0xe9) is not valid UTF-8; save the file as UTF-8",
         ],
     ),
     (
@@ -207,13 +241,16 @@ fn the_loader_agrees_with_the_cli() {
     for (name, lines) in EXPECTED {
         let file = format!("{INVALID}/{name}.toml");
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(&file);
-        let text = std::fs::read_to_string(&path).expect("fixture");
-        let err = config::parse(&text, &file).expect_err(name);
-        assert_eq!(
-            err.to_string(),
-            lines.join("\n").replace("{F}", &file),
-            "{name}"
-        );
+        let bytes = std::fs::read(&path).expect("fixture");
+        let err = match std::str::from_utf8(&bytes) {
+            Ok(text) => config::parse(text, &file).expect_err(name).to_string(),
+            // Only a file can be other than UTF-8: it is named as given.
+            Err(_) => config::load_file(&path)
+                .expect_err(name)
+                .to_string()
+                .replace(&path.display().to_string(), &file),
+        };
+        assert_eq!(err, lines.join("\n").replace("{F}", &file), "{name}");
     }
 }
 
@@ -463,10 +500,9 @@ fn unreadable_files_are_named() {
         .args(["config", "check", &shown])
         .assert()
         .code(2)
-        .stderr(predicate::str::starts_with(format!(
-            "vramwatch: error: {shown}: cannot read the config file: "
-        )))
-        .stderr(predicate::str::contains("UTF-8"));
+        .stderr(format!(
+            "vramwatch: error: {shown}:2:1: not UTF-8 text: the byte at offset 12 (0xff) is not valid UTF-8; save the file as UTF-8\n"
+        ));
     let dir = home.path().display().to_string();
     vramwatch(home.path())
         .args(["config", "check", &dir])
@@ -475,6 +511,34 @@ fn unreadable_files_are_named() {
         .stderr(predicate::str::starts_with(format!(
             "vramwatch: error: {dir}: cannot read the config file: "
         )));
+}
+
+/// A config is at most 1 MiB: a larger file (here 8 MB, a 2M-element
+/// array that would take hundreds of MB to parse) is refused by its size,
+/// before it is parsed, by every command that reads it.
+#[test]
+fn a_config_over_1_mib_is_refused_unread() {
+    let home = tempdir();
+    let big = home.path().join("big.toml");
+    let mut text = String::from("[alerts]\ncommand = [");
+    text.push_str(&"\"x\",".repeat(2_000_000));
+    text.push_str("\"x\"]\n");
+    std::fs::write(&big, &text).unwrap();
+    let shown = big.display().to_string();
+    let want = format!(
+        "vramwatch: error: {shown}: the file is {} bytes; a config file is at most 1 MiB (1048576 bytes)\n",
+        text.len()
+    );
+    vramwatch(home.path())
+        .args(["config", "check", &shown])
+        .assert()
+        .code(2)
+        .stderr(want.clone());
+    vramwatch(home.path())
+        .args(["--config", &shown, "snapshot", "--demo"])
+        .assert()
+        .code(2)
+        .stderr(want);
 }
 
 /// `--interval` and `[sampling] interval`, `--listen`/`--serve` and

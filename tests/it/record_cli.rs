@@ -392,3 +392,149 @@ fn report_warns_about_a_cut_off_last_line_and_refuses_other_files() {
         predicate::str::contains("format version 2").and(predicate::str::contains("upgrade")),
     );
 }
+
+/// The number before `word` in `text` (`wrote 12 snapshots` → 12).
+fn number_before(text: &str, word: &str) -> Option<u64> {
+    let at = text.find(word)?;
+    text[..at].split_whitespace().last()?.parse().ok()
+}
+
+/// A real recording whose writes start failing part way: the file may not
+/// grow past RLIMIT_FSIZE (set by `ulimit -f` in a shell that then runs
+/// vramwatch, with SIGXFSZ ignored so that a write past it fails with
+/// EFBIG instead of killing the process). The outage is told as it
+/// begins, and the summary gives every snapshot lost.
+#[test]
+fn record_reports_writes_that_fail_part_way() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("capped.jsonl");
+    // 64 blocks: 32 KiB (POSIX sh's 512-byte blocks) or 64 KiB (bash's
+    // 1 KiB): the header and some snapshots fit, 40 demo snapshots do not.
+    let run = StdCommand::new("sh")
+        .args(["-c", "trap '' XFSZ; ulimit -f 64 && exec \"$0\" \"$@\""])
+        .arg(assert_cmd::cargo::cargo_bin("vramwatch"))
+        .args([
+            "record",
+            "--demo",
+            "--interval",
+            "100ms",
+            "--duration",
+            "4s",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    eprintln!("{stderr}");
+    // Finishing fails too when the last index record does not fit.
+    let code = run.status.code();
+    assert!(
+        code == Some(0) || (code == Some(1) && stderr.contains("error: finishing")),
+        "{code:?}: {stderr}"
+    );
+    let written = number_before(&stderr, "snapshots (").expect("the summary");
+    let lost = number_before(&stderr, "snapshots not recorded in")
+        .or_else(|| number_before(&stderr, "snapshot not recorded in"))
+        .expect("the losses in the summary");
+    assert!(written >= 2 && lost >= 1, "{stderr}");
+    // The first failed write is told at once, with its cause and the
+    // snapshot lost: the first one missing from the file.
+    let told = "capped.jsonl: outage 1 began at ";
+    assert!(stderr.contains(told), "{stderr}");
+    assert!(
+        stderr.contains("writing failed: File too large"),
+        "{stderr}"
+    );
+    let first_lost = stderr
+        .split_once("not recorded (seq ")
+        .and_then(|(_, rest)| rest.split(')').next()?.parse::<u64>().ok())
+        .expect("the snapshot lost");
+    // The file never grows again: the recording ends in an outage.
+    assert!(stderr.contains(" to the end ("), "{stderr}");
+    // What the summary says was written is what the file holds.
+    let rec = Recording::open(&out).unwrap();
+    assert_eq!(rec.len() as u64, written);
+    let seqs: Vec<u64> = rec.iter().map(|s| s.unwrap().seq).collect();
+    assert_eq!(
+        seqs[..first_lost as usize],
+        (0..first_lost).collect::<Vec<u64>>()
+    );
+}
+
+/// A real full disk that empties again: a 4 MiB tmpfs mounted in a private
+/// user and mount namespace (`unshare -rm`; skipped where the kernel does
+/// not allow one). Filled while recording, then emptied: the outage's
+/// beginning and end are told, and the snapshots the summary says were
+/// lost are exactly those missing from the file.
+#[test]
+fn record_reports_a_full_disk_as_it_fills_and_empties() {
+    let probe = StdCommand::new("unshare")
+        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /tmp"])
+        .output();
+    match probe {
+        Ok(o) if o.status.success() => {}
+        other => {
+            eprintln!(
+                "SKIPPED: cannot mount a tmpfs in a private namespace (unshare -rm): {other:?}"
+            );
+            return;
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let script = r#"
+        set -u
+        fs=$1; bin=$2; keep=$3
+        mount -t tmpfs -o size=4m tmpfs "$fs" || exit 90
+        "$bin" record --demo --interval 100ms -o "$fs/rec.jsonl" 2>"$keep/stderr" &
+        rec=$!
+        # Until a few snapshots are written, until the outage is told, until it ends.
+        wait_for() { i=0; until eval "$1"; do i=$((i+1)); [ $i -gt 300 ] && return 1; sleep 0.1; done; }
+        wait_for '[ "$(wc -c <"$fs/rec.jsonl" 2>/dev/null || echo 0)" -gt 10000 ]' || exit 91
+        head -c 8388608 /dev/zero >"$fs/fill" 2>/dev/null
+        wait_for 'grep -q "outage 1 began" "$keep/stderr"' || exit 92
+        sleep 1
+        rm "$fs/fill"
+        wait_for 'grep -q "outage 1 ended" "$keep/stderr"' || exit 93
+        sleep 1
+        kill -TERM $rec
+        wait $rec
+        echo "exit $?" >>"$keep/stderr"
+        cp "$fs/rec.jsonl" "$keep/"
+    "#;
+    let fs_dir = d.path().join("fs");
+    let keep = d.path().join("keep");
+    fs::create_dir_all(&fs_dir).unwrap();
+    fs::create_dir_all(&keep).unwrap();
+    let run = StdCommand::new("unshare")
+        .args(["-rm", "sh", "-c", script, "sh"])
+        .arg(&fs_dir)
+        .arg(assert_cmd::cargo::cargo_bin("vramwatch"))
+        .arg(&keep)
+        .output()
+        .unwrap();
+    let stderr = fs::read_to_string(keep.join("stderr")).unwrap_or_default();
+    eprintln!("{stderr}");
+    assert!(run.status.success(), "{:?}: {stderr}", run.status);
+    assert!(stderr.ends_with("exit 0\n"), "{stderr}");
+    assert!(stderr.contains("the disk is full"), "{stderr}");
+    let written = number_before(&stderr, "snapshots (").expect("the summary");
+    let lost = number_before(&stderr, "snapshots not recorded in")
+        .or_else(|| number_before(&stderr, "snapshot not recorded in"))
+        .expect("the losses in the summary");
+    // A full disk can take a small write now and then: each outage that
+    // began ended (the disk was emptied before the stop).
+    let began = stderr.matches(" began at ").count();
+    assert!(began >= 1, "{stderr}");
+    assert_eq!(began, stderr.matches(" ended at ").count(), "{stderr}");
+    assert!(!stderr.contains("to the end"), "{stderr}");
+    let rec = Recording::open(&keep.join("rec.jsonl")).unwrap();
+    let seqs: Vec<u64> = rec.iter().map(|s| s.unwrap().seq).collect();
+    assert_eq!(seqs.len() as u64, written);
+    let made = seqs.last().unwrap() + 1;
+    assert_eq!(
+        made - written,
+        lost,
+        "missing from the file vs said: {stderr}"
+    );
+}
