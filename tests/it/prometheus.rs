@@ -16,7 +16,7 @@ use serde_json::Value;
 const MIB: u64 = 1 << 20;
 
 /// A child process killed when the test ends, however it ends.
-struct Killed(Child);
+pub(crate) struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -26,7 +26,7 @@ impl Drop for Killed {
 }
 
 /// `GET path` over HTTP/1.0 (no chunked replies): (status, body).
-fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     c.set_read_timeout(Some(Duration::from_secs(5)))?;
     write!(c, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
@@ -42,6 +42,32 @@ fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     Ok((status, body.to_owned()))
 }
 
+/// `GET path` asking for gzip: (Content-Encoding, the body decompressed).
+fn get_gzip(addr: SocketAddr, path: &str) -> (String, String) {
+    let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        c,
+        "GET {path} HTTP/1.0\r\nHost: {addr}\r\nAccept-Encoding: gzip\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    c.read_to_end(&mut raw).unwrap();
+    let at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&raw[..at]).to_ascii_lowercase();
+    let encoding = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-encoding: "))
+        .unwrap_or("")
+        .trim()
+        .to_owned();
+    let mut body = String::new();
+    flate2::read::GzDecoder::new(&raw[at + 4..])
+        .read_to_string(&mut body)
+        .unwrap();
+    (encoding, body)
+}
+
 fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
@@ -54,7 +80,7 @@ fn urlencode(s: &str) -> String {
 }
 
 /// An instant query: each series' labels and value.
-fn query(prom: SocketAddr, q: &str) -> Vec<(HashMap<String, String>, f64)> {
+pub(crate) fn query(prom: SocketAddr, q: &str) -> Vec<(HashMap<String, String>, f64)> {
     let Ok((200, body)) = get(prom, &format!("/api/v1/query?query={}", urlencode(q))) else {
         return Vec::new();
     };
@@ -87,7 +113,7 @@ fn free_port() -> u16 {
 }
 
 /// Starts `vramwatch serve --demo` on a free port; returns it and its address.
-fn start_vramwatch(interval: &str) -> (Killed, SocketAddr) {
+pub(crate) fn start_vramwatch(interval: &str) -> (Killed, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_vramwatch"))
         .args([
             "serve",
@@ -117,14 +143,14 @@ fn start_vramwatch(interval: &str) -> (Killed, SocketAddr) {
     (child, addr)
 }
 
-fn wait_until(what: &str, deadline: Instant, mut ok: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, deadline: Instant, mut ok: impl FnMut() -> bool) {
     while !ok() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(200));
     }
 }
 
-fn start_prometheus(dir: &Path, target: SocketAddr) -> (Killed, SocketAddr) {
+pub(crate) fn start_prometheus(dir: &Path, target: SocketAddr) -> (Killed, SocketAddr) {
     let config = dir.join("prometheus.yml");
     std::fs::write(
         &config,
@@ -151,7 +177,7 @@ fn start_prometheus(dir: &Path, target: SocketAddr) -> (Killed, SocketAddr) {
     (Killed(child), addr)
 }
 
-fn label<'a>(m: &'a HashMap<String, String>, k: &str) -> &'a str {
+pub(crate) fn label<'a>(m: &'a HashMap<String, String>, k: &str) -> &'a str {
     m.get(k).map(String::as_str).unwrap_or("")
 }
 
@@ -177,7 +203,7 @@ fn prometheus_stores_what_the_snapshot_reports() {
 
     let series = query(
         prom,
-        "{__name__=~\"DCGM_FI_DEV_FB_USED|vramwatch_process_memory_bytes|vramwatch_snapshot_seq\"}",
+        "{__name__=~\"DCGM_FI_DEV_FB_USED|vramwatch_process_memory_bytes|vramwatch_snapshot_seq|vramwatch_process_info\"}",
     );
     let (status, body) = get(vw, "/snapshot").unwrap();
     assert_eq!(status, 200);
@@ -218,6 +244,7 @@ fn prometheus_stores_what_the_snapshot_reports() {
     }
 
     let procs = of("vramwatch_process_memory_bytes");
+    let infos = of("vramwatch_process_info");
     let listed: Vec<&Value> = snap["procs"]
         .as_array()
         .unwrap()
@@ -234,12 +261,27 @@ fn prometheus_stores_what_the_snapshot_reports() {
             .find(|(m, _)| label(m, "pid") == pid && label(m, "gpu") == gpu)
             .unwrap_or_else(|| panic!("no series for pid {pid} on GPU {gpu}"));
         assert_eq!(s.1, p["mem"].as_u64().unwrap() as f64, "pid {pid}: bytes");
-        assert_eq!(label(&s.0, "user"), p["user"].as_str().unwrap_or(""));
+        // Who it is: on its info series, joined by pid and start time.
+        let start = label(&s.0, "start_time");
+        assert_eq!(start, p["start_time"].as_u64().unwrap().to_string());
+        let info = infos
+            .iter()
+            .find(|(m, _)| label(m, "pid") == pid && label(m, "start_time") == start)
+            .unwrap_or_else(|| panic!("no vramwatch_process_info for pid {pid}"));
+        assert_eq!(info.1, 1.0);
+        assert_eq!(label(&info.0, "user"), p["user"].as_str().unwrap_or(""));
         assert_eq!(
-            label(&s.0, "container"),
+            label(&info.0, "container_id"),
             p["container"].as_str().unwrap_or("")
         );
     }
+    // The join as a dashboard writes it.
+    let joined = query(
+        prom,
+        "vramwatch_process_memory_bytes * on(instance, pid, start_time) group_left(user, command, container_id) vramwatch_process_info",
+    );
+    assert_eq!(joined.len(), procs.len());
+    assert!(joined.iter().all(|(m, _)| m.contains_key("command")));
 }
 
 /// Lines `promtool check metrics` prints for `text`, and its exit code.
@@ -281,8 +323,9 @@ fn promtool_accepts_the_metrics() {
     assert_eq!(status, 200);
 
     // The whole page parses; the only lint findings are the ones
-    // dcgm-exporter's own names carry (its `modelName` label and its energy
-    // counter without `_total`), kept for dashboard compatibility.
+    // dcgm-exporter's own names carry (its `modelName` label, its counters
+    // without `_total`, `DCGM_FI_DEV_PCIE_REPLAY_COUNTER`), kept for
+    // dashboard compatibility.
     let (code, lines) = promtool_check(&text);
     assert!(
         code == 0 || code == 3,
@@ -291,13 +334,26 @@ fn promtool_accepts_the_metrics() {
     for l in &lines {
         let dcgm_label = l.starts_with("DCGM_FI_")
             && l.ends_with("label names should be written in 'snake_case' not 'camelCase'");
-        let dcgm_energy = l
-            == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter metrics should have \"_total\" suffix";
+        let dcgm_counter = l.starts_with("DCGM_FI_")
+            && (l.ends_with(" counter metrics should have \"_total\" suffix")
+                || l.ends_with(" metric name should not include type 'counter'"));
         assert!(
-            dcgm_label || dcgm_energy,
+            dcgm_label || dcgm_counter,
             "unexpected promtool finding: {l}"
         );
     }
+
+    // The same page, gzip-compressed when asked (as Prometheus asks).
+    let zipped = get_gzip(vw, "/metrics");
+    assert_eq!(zipped.0, "gzip");
+    // (The demo samples every second: compare the families, not values.)
+    let families = |t: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.starts_with("# TYPE "))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(families(&zipped.1), families(&text));
 
     // vramwatch's own families are clean.
     let own: String = text
@@ -354,4 +410,153 @@ fn sigterm_stops_it_cleanly() {
     });
     assert_eq!(status.unwrap().code(), Some(0));
     assert!(TcpStream::connect(addr).is_err(), "the port is closed");
+}
+
+/// Raises this test process's open-file limit to at least `n` (to the hard
+/// limit at most); false, with a notice, when it stays below.
+fn fds_for(n: u64) -> bool {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return false;
+    };
+    if soft >= n || (hard >= n && setrlimit(Resource::RLIMIT_NOFILE, n, hard).is_ok()) {
+        return true;
+    }
+    eprintln!("SKIPPED: the open-file limit ({soft}, hard {hard}) cannot be raised to {n}");
+    false
+}
+
+/// Opens `n` connections to `to` from the loopback addresses `from` in
+/// turn, sending nothing.
+async fn idle_connections(to: SocketAddr, from: &[&str], n: usize) -> Vec<tokio::net::TcpStream> {
+    let mut held = Vec::with_capacity(n);
+    for i in 0..n {
+        let sock = tokio::net::TcpSocket::new_v4().unwrap();
+        sock.bind(format!("{}:0", from[i % from.len()]).parse().unwrap())
+            .unwrap();
+        held.push(sock.connect(to).await.unwrap());
+    }
+    held
+}
+
+/// `/healthz` and `/metrics` from 127.0.0.1, each answered within a second.
+fn answers_within_a_second(vw: SocketAddr, what: &str) {
+    for path in ["/healthz", "/metrics"] {
+        let t = Instant::now();
+        let got = get(vw, path);
+        let took = t.elapsed();
+        assert!(
+            matches!(got, Ok((200, _))),
+            "{path} with {what}: {got:?} after {took:?}"
+        );
+        assert!(
+            took < Duration::from_secs(1),
+            "{path} with {what}: {took:?}"
+        );
+    }
+}
+
+#[test]
+fn healthz_and_metrics_answer_while_1100_idle_connections_are_held() {
+    if !fds_for(4096) {
+        return;
+    }
+    let (_vw, vw) = start_vramwatch("1s");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    wait_until("the first snapshot", deadline, || {
+        matches!(get(vw, "/healthz"), Ok((200, _)))
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // From one address: it keeps at most its share, the newest.
+    let held = rt.block_on(idle_connections(vw, &["127.0.0.2"], 1100));
+    std::thread::sleep(Duration::from_millis(300));
+    answers_within_a_second(vw, "1,100 idle connections from 127.0.0.2");
+    // Even a newcomer from the flooding address gets in.
+    let sock = TcpStream::connect(vw);
+    assert!(sock.is_ok());
+    drop((held, sock));
+    // Spread over twenty addresses, more than the server keeps in all.
+    let from: Vec<String> = (10..30).map(|i| format!("127.0.0.{i}")).collect();
+    let from: Vec<&str> = from.iter().map(String::as_str).collect();
+    let held = rt.block_on(idle_connections(vw, &from, 1100));
+    std::thread::sleep(Duration::from_millis(300));
+    answers_within_a_second(vw, "1,100 idle connections from 20 addresses");
+    drop(held);
+}
+
+/// A client that keeps `n` connections open from `from`, opening a new one
+/// whenever the server closes one, until `until`.
+async fn hostile(to: SocketAddr, from: Vec<String>, n: usize, until: Instant) -> u64 {
+    use tokio::io::AsyncReadExt;
+    let opened = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let ip = from[i % from.len()].clone();
+            let opened = opened.clone();
+            tokio::spawn(async move {
+                while Instant::now() < until {
+                    let sock = tokio::net::TcpSocket::new_v4().unwrap();
+                    sock.bind(format!("{ip}:0").parse().unwrap()).unwrap();
+                    let Ok(mut c) = sock.connect(to).await else {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    };
+                    opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let mut b = [0u8; 64];
+                    let _ = tokio::time::timeout_at(until.into(), c.read(&mut b)).await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+    opened.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Scrapes every 500 ms while a client reconnects to keep 1,030
+/// connections open; every scrape must succeed (within Prometheus's
+/// default 10 s timeout). `VRAMWATCH_FLOOD_SCRAPES` sets how many (20).
+#[test]
+fn scrapes_succeed_while_a_client_keeps_1030_connections_open() {
+    if !fds_for(4096) {
+        return;
+    }
+    let scrapes: u32 = std::env::var("VRAMWATCH_FLOOD_SCRAPES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let (_vw, vw) = start_vramwatch("1s");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    wait_until("the first snapshot", deadline, || {
+        matches!(get(vw, "/healthz"), Ok((200, _)))
+    });
+    let until = Instant::now() + Duration::from_millis(500 * u64::from(scrapes) + 1500);
+    let attacker = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let from = (2..6).map(|i| format!("127.0.0.{i}")).collect();
+        rt.block_on(hostile(vw, from, 1030, until))
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    let mut ok = 0;
+    let mut slowest = Duration::ZERO;
+    for _ in 0..scrapes {
+        let t = Instant::now();
+        if matches!(get(vw, "/metrics"), Ok((200, ref b)) if b.contains("vramwatch_snapshot_seq")) {
+            ok += 1;
+        }
+        slowest = slowest.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(500).saturating_sub(t.elapsed()));
+    }
+    let opened = attacker.join().unwrap();
+    eprintln!(
+        "flood: {ok} of {scrapes} scrapes succeeded (slowest {slowest:?}) while a client opened {opened} connections to keep 1,030 open"
+    );
+    assert_eq!(ok, scrapes, "slowest {slowest:?}");
 }

@@ -1,11 +1,15 @@
 //! The scrape config and rules in docs/prometheus.md are valid for
 //! Prometheus (`promtool check config`, `promtool check rules`) and the two
-//! alerts fire when they should and not before (`promtool test rules`).
+//! alerts fire when they should and not before (`promtool test rules`);
+//! its metric tables say what a real scrape holds (names, types, labels).
 
 use crate::common;
+use crate::prometheus::{get, start_vramwatch, wait_until};
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// The fenced ```yaml title="NAME"``` blocks of the doc, by name.
 fn blocks(doc: &str) -> Vec<(String, String)> {
@@ -107,4 +111,182 @@ fn the_documented_config_and_rules_pass_promtool() {
     // Also loads the rule file it names.
     promtool(dir.path(), &["check", "config", "prometheus.yml"]);
     promtool(dir.path(), &["test", "rules", "alerts-test.yml"]);
+}
+
+/// The cells of a markdown table row.
+fn cells(row: &str) -> Vec<&str> {
+    let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.split(" | ").map(str::trim).collect()
+}
+
+/// A documented family: its type and label names in order; whether the
+/// doc says it can be absent.
+#[derive(Debug)]
+struct Documented {
+    kind: String,
+    labels: Vec<String>,
+    may_be_absent: bool,
+}
+
+/// The rows of the doc's `| metric | type | labels | … |` tables, the
+/// label sets (`*dcgm*` …) of its `| set | labels |` table expanded.
+fn documented(doc: &str) -> BTreeMap<String, Documented> {
+    let names = |cell: &str| -> Vec<String> {
+        cell.split(", ")
+            .map(|c| c.trim_matches('`').to_owned())
+            .collect()
+    };
+    let mut sets: HashMap<String, Vec<String>> = HashMap::new();
+    let mut out = BTreeMap::new();
+    let mut table = "";
+    for line in doc.lines() {
+        if !line.starts_with('|') {
+            table = "";
+            continue;
+        }
+        let c = cells(line);
+        if c.len() >= 2 && c[0] == "set" && c[1] == "labels" {
+            table = "sets";
+            continue;
+        }
+        if c.len() >= 3 && c[0] == "metric" && c[1] == "type" && c[2] == "labels" {
+            table = "metrics";
+            continue;
+        }
+        if c[0].starts_with("---") {
+            continue;
+        }
+        match table {
+            "sets" => {
+                sets.insert(c[0].trim_matches('*').to_owned(), names(c[1]));
+            }
+            "metrics" => {
+                let mut labels = Vec::new();
+                for item in c[2].split(", ") {
+                    match item.strip_prefix('*').and_then(|s| s.strip_suffix('*')) {
+                        Some(set) => labels.extend(
+                            sets.get(set)
+                                .unwrap_or_else(|| panic!("no label set *{set}*"))
+                                .clone(),
+                        ),
+                        None => labels.push(item.trim_matches('`').to_owned()),
+                    }
+                }
+                let name = c[0].trim_matches('`').to_owned();
+                let row = Documented {
+                    kind: c[1].to_owned(),
+                    labels,
+                    may_be_absent: c[3..].iter().any(|m| m.contains("absent")),
+                };
+                assert!(out.insert(name.clone(), row).is_none(), "{name} twice");
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The label names of a sample line, in order (values may hold escaped
+/// quotes, commas and braces).
+fn sample_labels(line: &str) -> Vec<String> {
+    let Some((_, rest)) = line.split_once('{') else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut chars = rest.chars();
+    loop {
+        let name: String = chars.by_ref().take_while(|&c| c != '=').collect();
+        if name.is_empty() || name.starts_with('}') {
+            break;
+        }
+        assert_eq!(chars.next(), Some('"'), "{line}");
+        let mut escaped = false;
+        for c in chars.by_ref() {
+            match (escaped, c) {
+                (false, '\\') => escaped = true,
+                (false, '"') => break,
+                _ => escaped = false,
+            }
+        }
+        out.push(name.trim_start_matches(',').to_owned());
+        if chars.clone().next() == Some('}') {
+            break;
+        }
+    }
+    out
+}
+
+/// Families of a scrape: type and label names (as the first sample has
+/// them; every sample must agree).
+fn scraped(text: &str) -> BTreeMap<String, (String, Vec<String>)> {
+    let mut out: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            out.insert(name.to_owned(), (kind.to_owned(), Vec::new()));
+            continue;
+        }
+        if l.starts_with('#') || l.is_empty() {
+            continue;
+        }
+        let name = l.split(['{', ' ']).next().unwrap();
+        let labels = sample_labels(l);
+        let fam = out
+            .get_mut(name)
+            .unwrap_or_else(|| panic!("no TYPE for {l}"));
+        if fam.1.is_empty() {
+            fam.1 = labels;
+        } else {
+            assert_eq!(fam.1, labels, "{l}");
+        }
+    }
+    out
+}
+
+#[test]
+fn the_metric_tables_match_a_real_scrape() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/prometheus.md"))
+        .expect("docs/prometheus.md");
+    let docs = documented(&doc);
+    assert!(docs.len() > 40, "{} rows", docs.len());
+    let (_vw, vw) = start_vramwatch("1s");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    // The analysis figures come with the pipeline's first snapshots.
+    let mut text = String::new();
+    wait_until("a scrape with the analysis figures", deadline, || {
+        text = get(vw, "/metrics").map(|(_, b)| b).unwrap_or_default();
+        text.contains("vramwatch_gpu_memory_growth_bytes_per_second{")
+    });
+    let got = scraped(&text);
+    let mut problems = Vec::new();
+    for (name, (kind, labels)) in &got {
+        match docs.get(name) {
+            None => problems.push(format!("{name} is exported but not in docs/prometheus.md")),
+            Some(d) if &d.kind != kind => {
+                problems.push(format!("{name}: type {kind}, documented {}", d.kind))
+            }
+            Some(d) if &d.labels != labels => problems.push(format!(
+                "{name}: labels {labels:?}, documented {:?}",
+                d.labels
+            )),
+            Some(_) => {}
+        }
+    }
+    for (name, d) in &docs {
+        if !got.contains_key(name) && !d.may_be_absent {
+            problems.push(format!(
+                "{name} is documented (without \"absent\") but not in a scrape of serve --demo"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+#[test]
+fn sample_labels_are_read_past_escaped_values() {
+    assert_eq!(
+        sample_labels(r#"m{a="x\"},b=\\",b="}",c=""} 1"#),
+        ["a", "b", "c"]
+    );
+    assert!(sample_labels("m 1").is_empty());
 }

@@ -8,52 +8,59 @@
 //! - It runs on a runtime of its own, on its own thread(s): scrapers, slow
 //!   clients and floods compete with the sampler and the dashboard for CPU
 //!   only, never for their event loop.
-//! - One render per snapshot: a tracker task follows the pipeline's stream
-//!   of analysed snapshots and publishes each with empty caches; the first
-//!   request fills them, every other request of the same snapshot shares
-//!   the bytes. The analysis figures are the pipeline's: nothing is
-//!   analysed here.
-//! - Bounded: at most `max_connections` connections (more are closed at
-//!   once), request heads of at most `max_header_bytes`, a client has
+//! - One render per snapshot (`feed`): a tracker task follows the
+//!   pipeline's stream of analysed snapshots and publishes each with empty
+//!   caches; the first request fills them, every other request of the
+//!   same snapshot shares the bytes, plain or gzip (`gzip`: the shared
+//!   part is compressed once, only a scraper's own peaks per request).
+//! - Bounded: at most `max_connections` connections and
+//!   `max_connections_per_client` per client address, a newcomer taking
+//!   the place of the longest-idle connection of whoever holds too many
+//!   (`conns`), so that a flood of idle connections never locks out a
+//!   scraper or `/healthz`; the process's open-file limit is raised to fit
+//!   them; request heads of at most `max_header_bytes`; a client has
 //!   `header_timeout` to send a whole request head (this also closes idle
 //!   keep-alive connections), and a response write that makes no progress
 //!   for `write_timeout` closes the connection. Request bodies are never
 //!   read.
 
-use std::collections::BTreeMap;
+mod conns;
+mod feed;
+mod gzip;
+mod respond;
+
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use hyper::body::{Frame, Incoming, SizeHint};
-use hyper::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use thiserror::Error;
-use tokio::sync::{Semaphore, broadcast, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio_io_timeout::TimeoutStream;
 
-use super::analysis::extra_of;
-use super::prometheus::{self, Body as MetricsBody, Labels};
-use super::snapshot_json::to_json;
+use super::prometheus::Render;
 use super::window::{PeakRing, Scrapers};
-use crate::analysis::AnalysisConfig;
-use crate::model::{Snapshot, SystemInfo, now_ms};
-use crate::pipeline::{Analyzed, Hub};
+use crate::config;
+use crate::pipeline::Hub;
+use conns::Conns;
+use feed::{Feed, Shared};
 
 /// Resource bounds of the server.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Limits {
-    /// Connections open at once; more are closed as soon as accepted.
+    /// Connections open at once (fewer if the open-file limit cannot be
+    /// raised to fit them).
     pub max_connections: usize,
+    /// Connections open at once from one client (IPv4 address, IPv6 /64).
+    /// Over either bound a newcomer takes the place of the longest-idle
+    /// connection of the client holding the most, or is closed if all of
+    /// them are busy.
+    pub max_connections_per_client: usize,
     /// Time a client has to send a complete request head, counted from when
     /// the server starts waiting for it (so an idle keep-alive connection is
     /// closed after this long too).
@@ -72,6 +79,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: 1024,
+            max_connections_per_client: 64,
             header_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(10),
             max_header_bytes: 8 * 1024,
@@ -90,14 +98,39 @@ pub struct ServeOptions {
     /// A scraper that has not scraped for this long has its peaks taken over
     /// at most this window.
     pub peak_window: Duration,
+    /// The host label's name (`[serve] hostname_label`).
+    pub hostname_label: String,
+    /// Processes-on-a-GPU that get series (`[serve] max_process_series`).
+    pub max_process_series: usize,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
+        let render = Render::default();
         ServeOptions {
             limits: Limits::default(),
             threads: 1,
             peak_window: Duration::from_secs(600),
+            hostname_label: render.host_label,
+            max_process_series: render.max_process_series,
+        }
+    }
+}
+
+impl ServeOptions {
+    /// The defaults, with the `[serve]` section's choices.
+    pub fn from_config(serve: &config::Serve) -> ServeOptions {
+        ServeOptions {
+            hostname_label: serve.hostname_label.clone(),
+            max_process_series: serve.max_process_series,
+            ..ServeOptions::default()
+        }
+    }
+
+    fn render(&self) -> Render {
+        Render {
+            host_label: self.hostname_label.clone(),
+            max_process_series: self.max_process_series,
         }
     }
 }
@@ -177,6 +210,10 @@ impl Server {
         opts: ServeOptions,
     ) -> Result<Server, ServeError> {
         listener.set_nonblocking(true).map_err(ServeError::Start)?;
+        // A deeper accept queue than std's 128, so that a scraper's
+        // connection is not dropped (and retried a second later) while a
+        // flood of connections waits to be accepted. Best effort.
+        let _ = socket2::SockRef::from(&listener).listen(BACKLOG);
         let addr = listener.local_addr().map_err(ServeError::Start)?;
         let rt = if opts.threads <= 1 {
             tokio::runtime::Builder::new_current_thread()
@@ -196,12 +233,9 @@ impl Server {
         };
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = oneshot::channel();
-        let feed = Feed {
-            system: hub.system.clone(),
-            analysis: hub.analysis.clone(),
-            stream: hub.subscribe(),
-            latest: hub.latest(),
-        };
+        let feed = Feed::of(hub, opts.render());
+        let mut opts = opts;
+        opts.limits.max_connections = fit_fd_limit(opts.limits.max_connections);
         let interval = hub.schedule.interval;
         std::thread::Builder::new()
             .name("vw-http".into())
@@ -240,178 +274,32 @@ pub async fn serve(
     Ok(())
 }
 
-// ---- what the server shows ------------------------------------------------
-
-/// Where analysed snapshots come from.
-struct Feed {
-    system: Arc<SystemInfo>,
-    analysis: Arc<AnalysisConfig>,
-    stream: broadcast::Receiver<Arc<Analyzed>>,
-    latest: watch::Receiver<Option<Arc<Analyzed>>>,
-}
-
-/// One analysed snapshot as served, with its renders made on first use.
-struct Published {
-    system: Arc<SystemInfo>,
-    analysis: Arc<AnalysisConfig>,
-    analyzed: Arc<Analyzed>,
-    last_xid: BTreeMap<u32, u64>,
-    labels: OnceLock<Labels>,
-    metrics: OnceLock<Bytes>,
-    own_peaks: OnceLock<Bytes>,
-    json: OnceLock<Bytes>,
-}
-
-impl Published {
-    fn new(
-        system: Arc<SystemInfo>,
-        analysis: Arc<AnalysisConfig>,
-        analyzed: Arc<Analyzed>,
-        last_xid: BTreeMap<u32, u64>,
-    ) -> Published {
-        Published {
-            system,
-            analysis,
-            analyzed,
-            last_xid,
-            labels: OnceLock::new(),
-            metrics: OnceLock::new(),
-            own_peaks: OnceLock::new(),
-            json: OnceLock::new(),
-        }
-    }
-
-    fn snap(&self) -> &Snapshot {
-        &self.analyzed.snapshot
-    }
-
-    fn labels(&self) -> &Labels {
-        self.labels
-            .get_or_init(|| Labels::new(&self.system, self.snap()))
-    }
-
-    fn metrics(&self) -> Bytes {
-        self.metrics
-            .get_or_init(|| {
-                let extra = extra_of(&self.analyzed.assessment, self.snap(), &self.analysis);
-                MetricsBody {
-                    system: &self.system,
-                    snap: self.snap(),
-                    labels: self.labels(),
-                    last_xid: &self.last_xid,
-                    extra: Some(&extra),
-                }
-                .render()
-                .into()
-            })
-            .clone()
-    }
-
-    fn own_peaks(&self) -> Bytes {
-        self.own_peaks
-            .get_or_init(|| {
-                prometheus::render_peaks(self.labels(), &super::window::Peaks::of(self.snap()))
-                    .into()
-            })
-            .clone()
-    }
-
-    fn json(&self) -> Bytes {
-        self.json
-            .get_or_init(|| {
-                let mut v = serde_json::to_vec(&to_json(&self.system, self.snap()))
-                    .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}").into_bytes());
-                v.push(b'\n');
-                v.into()
-            })
-            .clone()
-    }
-}
-
-/// State shared by the tracker and every request.
-struct Shared {
-    current: watch::Receiver<Option<Arc<Published>>>,
-    window: Mutex<(PeakRing, Scrapers)>,
-    interval: Duration,
-}
-
-impl Shared {
-    fn window(&self) -> std::sync::MutexGuard<'_, (PeakRing, Scrapers)> {
-        // A panic while holding it leaves plain data behind: keep going.
-        self.window.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Follows the pipeline: every snapshot goes into the peak ring, then is
-/// published with fresh caches.
-async fn track(
-    mut feed: Feed,
-    shared: Arc<Shared>,
-    tx: watch::Sender<Option<Arc<Published>>>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let mut last_xid = BTreeMap::new();
-    let mut seen: Option<u64> = None;
-    let (system, analysis) = (feed.system.clone(), feed.analysis.clone());
-    let publish = |a: &Arc<Analyzed>, xid: &BTreeMap<u32, u64>| {
-        tx.send_replace(Some(Arc::new(Published::new(
-            system.clone(),
-            analysis.clone(),
-            a.clone(),
-            xid.clone(),
-        ))));
-    };
-    let take = |a: &Analyzed, xid: &mut BTreeMap<u32, u64>| {
-        shared.window().0.push(&a.snapshot);
-        for e in &a.snapshot.events {
-            if let (Some(code), Some(gpu)) = (prometheus::xid_of(e.kind, &e.message), e.gpu) {
-                xid.insert(gpu, code);
-            }
-        }
-    };
-    let first = feed.latest.borrow().clone();
-    if let Some(a) = first {
-        take(&a, &mut last_xid);
-        publish(&a, &last_xid);
-        seen = Some(a.seq());
-    }
-    loop {
-        tokio::select! {
-            changed = stop.changed() => {
-                if changed.is_err() || *stop.borrow() { break; }
-            }
-            got = feed.stream.recv() => {
-                let next = match got {
-                    Ok(a) => a,
-                    // Fell behind: the newest is what matters; the skipped
-                    // snapshots' peaks are lost.
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        let newest = feed.latest.borrow().clone();
-                        match newest {
-                            Some(a) => a,
-                            None => continue,
-                        }
-                    }
-                    // The pipeline is gone: keep serving the last snapshot
-                    // (`/healthz` reports it stale).
-                    Err(broadcast::error::RecvError::Closed) => {
-                        let _ = stop.changed().await;
-                        break;
-                    }
-                };
-                // Already seen (the stream can hold what the seed was).
-                if seen.is_some_and(|s| next.seq() <= s) {
-                    continue;
-                }
-                take(&next, &mut last_xid);
-                publish(&next, &last_xid);
-                seen = Some(next.seq());
-            }
-        }
-    }
-}
-
 // ---- the server -----------------------------------------------------------
+
+/// Length of the accept queue asked for (the kernel may cap it).
+const BACKLOG: i32 = 4096;
+
+/// Open files kept for everything else (NVML, recordings, `/proc`).
+const FD_RESERVE: u64 = 256;
+
+/// Raises the soft open-file limit (to the hard one at most) so that
+/// `max_connections` connections fit beside [`FD_RESERVE`] other files, as
+/// Go programs do at start; returns how many connections fit.
+fn fit_fd_limit(max_connections: usize) -> usize {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return max_connections;
+    };
+    let want = (max_connections as u64)
+        .saturating_add(FD_RESERVE)
+        .min(hard);
+    let soft = if soft < want && setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_ok() {
+        want
+    } else {
+        soft
+    };
+    max_connections.min(soft.saturating_sub(FD_RESERVE).max(16) as usize)
+}
 
 async fn run(
     listener: tokio::net::TcpListener,
@@ -428,7 +316,7 @@ async fn run(
         window: Mutex::new((PeakRing::new(keep_ms, max_entries), Scrapers::new(256))),
         interval,
     });
-    let tracker = tokio::spawn(track(feed, shared.clone(), tx, stop.clone()));
+    let tracker = tokio::spawn(feed::track(feed, shared.clone(), tx, stop.clone()));
     let limits = opts.limits;
     let mut builder = http1::Builder::new();
     builder
@@ -438,7 +326,7 @@ async fn run(
         .max_header_size(limits.max_header_bytes)
         .keep_alive(true);
     let graceful = GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let conns = Conns::new(limits.max_connections, limits.max_connections_per_client);
     loop {
         tokio::select! {
             changed = stop.changed() => {
@@ -454,7 +342,7 @@ async fn run(
                         continue;
                     }
                 };
-                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                let Some(place) = conns.admit(peer.ip()) else {
                     drop(stream);
                     continue;
                 };
@@ -464,14 +352,22 @@ async fn run(
                 let io = TokioIo::new(Box::pin(stream));
                 let shared = shared.clone();
                 let ip = peer.ip();
+                let slot = place.slot().clone();
                 let svc = service_fn(move |req| {
-                    let shared = shared.clone();
-                    async move { Ok::<_, Infallible>(respond(&req, &shared, ip)) }
+                    let busy = slot.begin();
+                    let mut r = respond::respond(&req, &shared, ip);
+                    r.body_mut().hold(busy);
+                    async move { Ok::<_, Infallible>(r) }
                 });
                 let conn = graceful.watch(builder.serve_connection(io, svc));
                 tokio::spawn(async move {
-                    let _ = conn.await;
-                    drop(slot);
+                    // Closed by the client, the timeouts, or a newcomer
+                    // that took its place (dropping it closes the socket).
+                    tokio::select! {
+                        _ = conn => {}
+                        _ = place.slot().evicted() => {}
+                    }
+                    drop(place);
                 });
             }
         }
@@ -482,152 +378,6 @@ async fn run(
         _ = tokio::time::sleep(limits.shutdown_grace) => {}
     }
     tracker.abort();
-}
-
-/// The body of a response: a few shared buffers sent one after another.
-struct Chunks {
-    parts: std::collections::VecDeque<Bytes>,
-    len: u64,
-}
-
-impl Chunks {
-    fn new(parts: impl IntoIterator<Item = Bytes>) -> Chunks {
-        let parts: std::collections::VecDeque<Bytes> =
-            parts.into_iter().filter(|b| !b.is_empty()).collect();
-        let len = parts.iter().map(|b| b.len() as u64).sum();
-        Chunks { parts, len }
-    }
-
-    fn text(s: &'static str) -> Chunks {
-        Chunks::new([Bytes::from_static(s.as_bytes())])
-    }
-}
-
-impl hyper::body::Body for Chunks {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let next = self.parts.pop_front();
-        if let Some(b) = &next {
-            self.len -= b.len() as u64;
-        }
-        Poll::Ready(next.map(|b| Ok(Frame::data(b))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.parts.is_empty()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.len)
-    }
-}
-
-const TEXT: &str = "text/plain; charset=utf-8";
-
-fn reply(status: StatusCode, content_type: &'static str, body: Chunks) -> Response<Chunks> {
-    let mut r = Response::new(body);
-    *r.status_mut() = status;
-    let h = r.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r
-}
-
-/// Answers one request.
-fn respond(req: &Request<Incoming>, shared: &Shared, peer: IpAddr) -> Response<Chunks> {
-    let path = req.uri().path();
-    if !matches!(path, "/metrics" | "/snapshot" | "/healthz") {
-        return reply(
-            StatusCode::NOT_FOUND,
-            TEXT,
-            Chunks::text("not found: vramwatch serves /metrics, /snapshot and /healthz\n"),
-        );
-    }
-    if req.method() != Method::GET && req.method() != Method::HEAD {
-        let mut r = reply(
-            StatusCode::METHOD_NOT_ALLOWED,
-            TEXT,
-            Chunks::text("method not allowed: use GET\n"),
-        );
-        r.headers_mut()
-            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
-        return r;
-    }
-    let current = shared.current.borrow().clone();
-    if path == "/healthz" {
-        return health(current.as_deref(), shared.interval);
-    }
-    let Some(p) = current else {
-        return reply(
-            StatusCode::SERVICE_UNAVAILABLE,
-            TEXT,
-            Chunks::text("no snapshot yet: the first one comes within one interval\n"),
-        );
-    };
-    if path == "/snapshot" {
-        return reply(StatusCode::OK, "application/json", Chunks::new([p.json()]));
-    }
-    // A HEAD request gets the headers a GET would, and does not count as a
-    // scrape (it would cut the scraper's peak window short).
-    let head = req.method() == Method::HEAD;
-    let peaks = if head {
-        None
-    } else {
-        let mut w = shared.window();
-        let (ring, scrapers) = &mut *w;
-        match scrapers.scrape(peer, p.snap().seq) {
-            // Scraped this snapshot or the one before: the snapshot's own
-            // peaks are the window, and they are rendered once.
-            Some(prev) if prev + 1 >= p.snap().seq => None,
-            None => None,
-            Some(prev) => Some(ring.peaks(Some(prev), p.snap())),
-        }
-    };
-    let peaks = match peaks {
-        None => p.own_peaks(),
-        Some(peaks) => prometheus::render_peaks(p.labels(), &peaks).into(),
-    };
-    reply(
-        StatusCode::OK,
-        prometheus::CONTENT_TYPE,
-        Chunks::new([p.metrics(), peaks]),
-    )
-}
-
-/// 200 while snapshots keep coming; 503 before the first and when the last
-/// is older than three intervals (at least 5 s).
-fn health(p: Option<&Published>, interval: Duration) -> Response<Chunks> {
-    let Some(p) = p else {
-        return reply(
-            StatusCode::SERVICE_UNAVAILABLE,
-            TEXT,
-            Chunks::text("starting: no snapshot yet\n"),
-        );
-    };
-    let age = now_ms().saturating_sub(p.snap().t_ms);
-    let limit = (3 * interval.as_millis() as u64).max(5_000);
-    if age > limit {
-        let msg = format!(
-            "stale: the last snapshot (seq {}) is {:.1} s old\n",
-            p.snap().seq,
-            age as f64 / 1000.0
-        );
-        return reply(
-            StatusCode::SERVICE_UNAVAILABLE,
-            TEXT,
-            Chunks::new([Bytes::from(msg)]),
-        );
-    }
-    reply(
-        StatusCode::OK,
-        TEXT,
-        Chunks::new([Bytes::from(format!("ok seq {}\n", p.snap().seq))]),
-    )
 }
 
 #[cfg(test)]

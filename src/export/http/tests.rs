@@ -1,7 +1,13 @@
 //! The HTTP server against real sockets.
+use super::feed::Published;
+use super::respond::health;
 use super::*;
+use crate::analysis::AnalysisConfig;
+use crate::model::{Snapshot, SystemInfo, now_ms};
 use crate::pipeline::Pipeline;
 use crate::source::sim::{SimSource, SimWorld};
+use hyper::StatusCode;
+use std::collections::BTreeMap;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -343,7 +349,13 @@ fn published(snap: Snapshot) -> Published {
     let analyzed = crate::pipeline::analyse_all(&AnalysisConfig::default(), [snap])
         .pop()
         .unwrap();
-    Published::new(w.info(), Arc::default(), analyzed, BTreeMap::new())
+    Published::new(
+        w.info(),
+        Arc::default(),
+        Arc::default(),
+        analyzed,
+        BTreeMap::new(),
+    )
 }
 
 #[test]

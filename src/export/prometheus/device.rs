@@ -8,9 +8,13 @@ use crate::model::{EventKind, GpuSample, GpuState, SystemInfo};
 use super::{Body, Family, Kind, Value, labels};
 
 /// The two label sets of GPU `index`: `(index, dcgm labels, vramwatch
-/// labels)`. A GPU the system info does not list gets empty `UUID`,
-/// `pci_bus_id` and `modelName`.
-pub(super) fn gpu_labels(system: &SystemInfo, index: u32) -> (u32, String, String) {
+/// labels)`, the host name under `host_label`. A GPU the system info does
+/// not list gets empty `UUID`, `pci_bus_id` and `modelName`.
+pub(super) fn gpu_labels(
+    system: &SystemInfo,
+    index: u32,
+    host_label: &str,
+) -> (u32, String, String) {
     let d = system.gpus.iter().find(|d| d.index == index);
     let gpu = index.to_string();
     let dev = format!("nvidia{index}");
@@ -24,7 +28,7 @@ pub(super) fn gpu_labels(system: &SystemInfo, index: u32) -> (u32, String, Strin
         ("pci_bus_id", bus),
         ("device", dev.as_str()),
         ("modelName", model),
-        ("Hostname", system.host.as_str()),
+        (host_label, system.host.as_str()),
     ];
     if let Some(v) = system.driver_version.as_deref() {
         pairs.push(("DCGM_FI_DRIVER_VERSION", v));
@@ -38,7 +42,7 @@ pub(super) fn gpu_labels(system: &SystemInfo, index: u32) -> (u32, String, Strin
             ("UUID", uuid),
             ("pci_bus_id", bus),
             ("device", dev.as_str()),
-            ("Hostname", system.host.as_str()),
+            (host_label, system.host.as_str()),
         ],
     );
     (index, dcgm, own)
@@ -103,6 +107,43 @@ const DCGM_FIELDS: &[(&str, Kind, &str, Reading)] = &[
     ),
 ];
 
+/// Bytes per second from NVML's KB/s (its PCIe sample is in KiB).
+fn kib_per_s(v: Option<u32>) -> Option<Value> {
+    v.map(|k| Value::Int(u64::from(k) * 1024))
+}
+
+/// Fields DCGM has and dcgm-exporter can be told to export (not in its
+/// default list), and the DCP section's PCIe rates, which NVML gives.
+const DCGM_MORE: &[(&str, Kind, &str, Reading)] = &[
+    (
+        "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+        Kind::Gauge,
+        "Effective power limit that the driver enforces (in W).",
+        |g| {
+            g.power_limit_mw
+                .map(|mw| Value::Float(f64::from(mw) / 1000.0))
+        },
+    ),
+    (
+        "DCGM_FI_DEV_PSTATE",
+        Kind::Gauge,
+        "Performance state (P-State) 0-15. 0=highest.",
+        |g| int(g.pstate),
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        Kind::Gauge,
+        "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second (vramwatch: NVML's PCIe throughput sample, not a DCGM profiling counter).",
+        |g| kib_per_s(g.pcie_tx_kbs),
+    ),
+    (
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+        Kind::Gauge,
+        "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second (vramwatch: NVML's PCIe throughput sample, not a DCGM profiling counter).",
+        |g| kib_per_s(g.pcie_rx_kbs),
+    ),
+];
+
 /// Memory, after the XID field, as dcgm-exporter orders them.
 const DCGM_MEMORY: &[(&str, Kind, &str, Reading)] = &[
     (
@@ -161,6 +202,7 @@ pub(super) fn write(body: &Body, out: &mut String) {
     fields(body, out, DCGM_FIELDS, true);
     xid(body, out);
     fields(body, out, DCGM_MEMORY, true);
+    fields(body, out, DCGM_MORE, true);
     fields(body, out, OWN_MEMORY, false);
     unaccounted(body, out);
     state(body, out);

@@ -3,17 +3,26 @@
 //! `prometheus` crate's registry of fixed metric vectors does not fit.
 //!
 //! Device metrics keep dcgm-exporter's default names, types, units and
-//! labels (`gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`, `Hostname`,
-//! `DCGM_FI_DRIVER_VERSION`): memory in MiB, power in W, energy in mJ,
-//! clocks in MHz. `vramwatch_*` metrics use base units (bytes, seconds) and
-//! a label set without `modelName`, so that they pass `promtool check
-//! metrics` cleanly; join them to the DCGM ones `on(Hostname, gpu)`.
+//! labels (`gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`, the host
+//! label, `DCGM_FI_DRIVER_VERSION`): memory in MiB, power in W, energy in
+//! mJ, clocks in MHz. The host label is `Hostname` as dcgm-exporter's
+//! releases write it, or what `[serve] hostname_label` says ([`Render`]).
+//! `vramwatch_*` metrics use base units (bytes, seconds) and a label set
+//! without `modelName`, so that they pass `promtool check metrics` cleanly;
+//! join them to the DCGM ones `on(Hostname, gpu)`.
+//!
+//! A process's descriptive labels (user, command, container) are on one
+//! `vramwatch_process_info` series per process; its figures carry only
+//! `gpu`, the host label, `pid` and `start_time`, and at most
+//! [`Render::max_process_series`] processes-on-a-GPU (those holding the
+//! most memory) get series at all.
 //!
 //! This module holds what every family shares (the entry points, the label
 //! sets of a snapshot, the writer); the families live by kind:
 //! - `device`: dcgm-exporter's device families and vramwatch's per-GPU
 //!   memory and state;
-//! - `process`: per-process memory and the labels of a process;
+//! - `process`: per-process memory, `vramwatch_process_info`, the cap, and
+//!   the labels of a process;
 //! - `torch`: the `vramwatch_torch_*` allocator families;
 //! - `analysis`: growth, forecast, leak and alert families from [`Extra`];
 //! - `peaks`: the per-scraper peak families ([`render_peaks`]).
@@ -24,6 +33,8 @@ mod peaks;
 mod process;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_process;
 mod torch;
 
 use std::collections::BTreeMap;
@@ -39,6 +50,34 @@ pub(crate) use peaks::render_peaks;
 
 /// What Prometheus (3 insists) expects of a 0.0.4 scrape.
 pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The host label dcgm-exporter's releases write (its main branch has
+/// `hostname`).
+pub(crate) const DEFAULT_HOST_LABEL: &str = "Hostname";
+
+/// Default of [`Render::max_process_series`].
+pub(crate) const DEFAULT_MAX_PROCESS_SERIES: usize = 500;
+
+/// How the page is written (`[serve]` options).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Render {
+    /// Name of the label that carries the host name; a valid label name
+    /// (`config` checks it).
+    pub host_label: String,
+    /// At most this many processes-on-a-GPU get series, those holding the
+    /// most memory; the rest are counted in
+    /// `vramwatch_process_series_dropped`.
+    pub max_process_series: usize,
+}
+
+impl Default for Render {
+    fn default() -> Self {
+        Render {
+            host_label: DEFAULT_HOST_LABEL.into(),
+            max_process_series: DEFAULT_MAX_PROCESS_SERIES,
+        }
+    }
+}
 
 /// A sample value.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -165,21 +204,34 @@ impl<'o> Family<'o> {
 pub(crate) struct Labels {
     /// Per GPU in snapshot order: `(index, dcgm labels, vramwatch labels)`.
     gpus: Vec<(u32, String, String)>,
+    /// The processes-on-a-GPU that get series, sorted by `(gpu, pid)`.
     procs: Vec<ProcRow>,
+    /// `vramwatch_process_info` label sets, one per process of `procs`.
+    infos: Vec<String>,
+    /// How many processes-on-a-GPU the cap left out.
+    dropped: usize,
+    /// `NAME="host"`: the host label, escaped.
     host: String,
 }
 
 impl Labels {
-    pub(crate) fn new(system: &SystemInfo, snap: &Snapshot) -> Labels {
+    pub(crate) fn new(system: &SystemInfo, snap: &Snapshot, render: &Render) -> Labels {
+        let host_label = render.host_label.as_str();
         let gpus = snap
             .gpus
             .iter()
-            .map(|g| device::gpu_labels(system, g.index))
+            .map(|g| device::gpu_labels(system, g.index, host_label))
             .collect();
-        let procs = process::rows(system, snap);
+        let procs = process::rows(system, snap, render);
         let mut host = String::new();
-        escape_label_value(&mut host, &system.host);
-        Labels { gpus, procs, host }
+        labels(&mut host, &[(host_label, system.host.as_str())]);
+        Labels {
+            gpus,
+            procs: procs.rows,
+            infos: procs.infos,
+            dropped: procs.dropped,
+            host,
+        }
     }
 
     /// The vramwatch label set of GPU `index`, if it is in the snapshot.
@@ -230,21 +282,21 @@ impl Body<'_> {
 
     /// Which snapshot this is, and which vramwatch and driver wrote it.
     fn meta(&self, out: &mut String) {
-        let host = format!("Hostname=\"{}\"", self.labels.host);
+        let host = self.labels.host.as_str();
         Family::new(
             out,
             "vramwatch_snapshot_seq",
             Kind::Gauge,
             "Sequence number of the snapshot this scrape shows.",
         )
-        .sample(&host, Value::Int(self.snap.seq));
+        .sample(host, Value::Int(self.snap.seq));
         Family::new(
             out,
             "vramwatch_snapshot_timestamp_seconds",
             Kind::Gauge,
             "When the snapshot this scrape shows was read, unix seconds.",
         )
-        .sample(&host, Value::Float(self.snap.t_ms as f64 / 1000.0));
+        .sample(host, Value::Float(self.snap.t_ms as f64 / 1000.0));
         let mut l = String::new();
         labels(
             &mut l,
@@ -259,9 +311,10 @@ impl Body<'_> {
                     "cuda_version",
                     self.system.cuda_version.as_deref().unwrap_or(""),
                 ),
-                ("Hostname", self.system.host.as_str()),
             ],
         );
+        l.push(',');
+        l.push_str(host);
         Family::new(
             out,
             "vramwatch_build_info",

@@ -2,13 +2,13 @@
 //! label set of a process, shared with the PyTorch, analysis and peak
 //! families.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::alloc::DeviceAlloc;
 use crate::model::{ProcId, ProcSample, Snapshot, SystemInfo};
 use crate::sanitize;
 
-use super::{Family, Kind, Labels, Value, labels};
+use super::{Family, Kind, Labels, Render, Value, labels};
 
 /// Longest `command` label value, in characters (an ellipsis marks a cut).
 pub(crate) const MAX_COMMAND_LABEL: usize = 64;
@@ -30,15 +30,28 @@ pub(crate) fn command_label(raw: &str) -> String {
 #[derive(Clone, Debug)]
 pub(super) struct ProcRow {
     pub(super) id: ProcId,
+    /// `gpu`, the host label, `pid`, `start_time`: escaped once.
     pub(super) labels: String,
     pub(super) mem: Option<u64>,
     /// PyTorch allocator figures on this GPU, when published.
     pub(super) torch: Option<DeviceAlloc>,
 }
 
-/// The processes of `snap`, sorted by `(gpu, pid)` (so that
-/// [`Labels::proc_labels`] can search them), their labels escaped once.
-pub(super) fn rows(system: &SystemInfo, snap: &Snapshot) -> Vec<ProcRow> {
+/// The processes of a snapshot as exported.
+pub(super) struct Rows {
+    /// The processes-on-a-GPU that get series, sorted by `(gpu, pid)` (so
+    /// that [`Labels::proc_labels`] can search them).
+    pub(super) rows: Vec<ProcRow>,
+    /// One `vramwatch_process_info` label set per process of `rows`.
+    pub(super) infos: Vec<String>,
+    /// Processes-on-a-GPU left out by the cap.
+    pub(super) dropped: usize,
+}
+
+/// The processes of `snap`: merged per `(gpu, pid)`, the
+/// `render.max_process_series` holding the most memory kept, their labels
+/// escaped once.
+pub(super) fn rows(system: &SystemInfo, snap: &Snapshot, render: &Render) -> Rows {
     // One series per (gpu, pid): a PID listed twice on one GPU (MIG
     // instances) is one process whose memory adds up.
     let mut merged: BTreeMap<(u32, u32), (&ProcSample, Option<u64>)> = BTreeMap::new();
@@ -48,25 +61,49 @@ pub(super) fn rows(system: &SystemInfo, snap: &Snapshot) -> Vec<ProcRow> {
             .and_modify(|(_, m)| *m = add(*m, p.mem))
             .or_insert((p, p.mem));
     }
-    merged
-        .into_values()
+    let mut kept: Vec<(&ProcSample, Option<u64>)> = merged.into_values().collect();
+    let dropped = kept.len().saturating_sub(render.max_process_series);
+    if dropped > 0 {
+        // The most memory first (unknown last), then by (gpu, pid) so that
+        // equal figures keep the same processes from one scrape to the next.
+        kept.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then_with(|| (a.0.gpu, a.0.pid).cmp(&(b.0.gpu, b.0.pid)))
+        });
+        kept.truncate(render.max_process_series);
+        kept.sort_by_key(|(p, _)| (p.gpu, p.pid));
+    }
+    let host = (render.host_label.as_str(), system.host.as_str());
+    let mut seen = BTreeSet::new();
+    let mut infos = Vec::new();
+    let rows = kept
+        .into_iter()
         .map(|(p, mem)| {
-            let uuid = system
-                .gpus
-                .iter()
-                .find(|d| d.index == p.gpu)
-                .map_or("", |d| d.uuid.as_str());
+            let pid = p.pid.to_string();
+            let start = p.start_time.to_string();
+            if seen.insert(p.key()) {
+                let mut l = String::new();
+                labels(
+                    &mut l,
+                    &[
+                        host,
+                        ("pid", pid.as_str()),
+                        ("start_time", start.as_str()),
+                        ("user", p.user.as_deref().unwrap_or("")),
+                        ("command", command_label(p.label()).as_str()),
+                        ("container_id", p.container.as_deref().unwrap_or("")),
+                    ],
+                );
+                infos.push(l);
+            }
             let mut l = String::new();
             labels(
                 &mut l,
                 &[
                     ("gpu", p.gpu.to_string().as_str()),
-                    ("UUID", uuid),
-                    ("Hostname", system.host.as_str()),
-                    ("pid", p.pid.to_string().as_str()),
-                    ("user", p.user.as_deref().unwrap_or("")),
-                    ("command", command_label(p.label()).as_str()),
-                    ("container", p.container.as_deref().unwrap_or("")),
+                    host,
+                    ("pid", pid.as_str()),
+                    ("start_time", start.as_str()),
                 ],
             );
             ProcRow {
@@ -76,7 +113,12 @@ pub(super) fn rows(system: &SystemInfo, snap: &Snapshot) -> Vec<ProcRow> {
                 torch: p.torch.as_ref().and_then(|t| t.devices.first().cloned()),
             }
         })
-        .collect()
+        .collect();
+    Rows {
+        rows,
+        infos,
+        dropped,
+    }
 }
 
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -86,8 +128,18 @@ fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-/// The memory each process holds, one sample per process that has a value.
+/// Who each process is, the memory each holds, and how many the cap left
+/// out.
 pub(super) fn write(l: &Labels, out: &mut String) {
+    let mut fam = Family::new(
+        out,
+        "vramwatch_process_info",
+        Kind::Gauge,
+        "Always 1: who a GPU process is (user, command line, container); join on pid and start_time.",
+    );
+    for info in &l.infos {
+        fam.sample(info, Value::Int(1));
+    }
     let mut fam = Family::new(
         out,
         "vramwatch_process_memory_bytes",
@@ -97,4 +149,11 @@ pub(super) fn write(l: &Labels, out: &mut String) {
     for r in &l.procs {
         fam.maybe(&r.labels, r.mem.map(Value::Int));
     }
+    Family::new(
+        out,
+        "vramwatch_process_series_dropped",
+        Kind::Gauge,
+        "Processes (one per GPU they use) this scrape has no series for: over [serve] max_process_series, those holding the least memory.",
+    )
+    .sample(&l.host, Value::Int(l.dropped as u64));
 }

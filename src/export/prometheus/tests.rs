@@ -13,13 +13,22 @@ use std::sync::Arc;
 
 const T0: u64 = 1_764_000_000_000;
 
-fn demo() -> (Arc<SystemInfo>, Snapshot) {
+pub(super) fn demo() -> (Arc<SystemInfo>, Snapshot) {
     let w = SimWorld::new("demo", 1, T0).unwrap();
     (w.info(), w.snapshot(3, T0 + 30_000, "me"))
 }
 
 fn render(sys: &SystemInfo, snap: &Snapshot, extra: Option<&Extra>) -> String {
-    let labels = Labels::new(sys, snap);
+    render_with(sys, snap, extra, &Render::default())
+}
+
+pub(super) fn render_with(
+    sys: &SystemInfo,
+    snap: &Snapshot,
+    extra: Option<&Extra>,
+    opts: &Render,
+) -> String {
+    let labels = Labels::new(sys, snap, opts);
     let xid = BTreeMap::new();
     let mut text = Body {
         system: sys,
@@ -63,7 +72,7 @@ fn pytorch_allocator_figures_become_vramwatch_torch_metrics() {
 }
 
 /// `name{labels} value` lines whose name is `name` exactly.
-fn samples<'t>(text: &'t str, name: &str) -> Vec<(&'t str, &'t str)> {
+pub(super) fn samples<'t>(text: &'t str, name: &str) -> Vec<(&'t str, &'t str)> {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
@@ -187,12 +196,29 @@ fn vramwatch_metrics_are_in_bytes_with_process_labels() {
         })
         .unwrap();
     assert_eq!(line.1, p.mem.unwrap().to_string());
+    assert_eq!(
+        line.0,
+        format!(
+            "vramwatch_process_memory_bytes{{gpu=\"{}\",Hostname=\"sim-node\",pid=\"{}\",start_time=\"{}\"}}",
+            p.gpu, p.pid, p.start_time
+        )
+    );
+    let info = samples(&text, "vramwatch_process_info");
+    let info = info
+        .iter()
+        .find(|(s, _)| {
+            s.contains(&format!(
+                "pid=\"{}\",start_time=\"{}\"",
+                p.pid, p.start_time
+            ))
+        })
+        .unwrap();
     assert!(
-        line.0
+        info.0
             .contains(&format!("user=\"{}\"", p.user.as_deref().unwrap()))
     );
-    assert!(line.0.contains("command=\""));
-    assert!(line.0.contains("container=\""));
+    assert!(info.0.contains("command=\"") && info.0.contains("container_id=\""));
+    assert_eq!(info.1, "1");
     assert_eq!(
         samples(&text, "vramwatch_process_memory_peak_bytes").len(),
         snap.procs.iter().filter(|p| p.mem_peak.is_some()).count()
@@ -220,7 +246,7 @@ fn hostile_process_strings_cannot_break_the_format() {
             "{l}"
         );
     }
-    let line = samples(&text, "vramwatch_process_memory_bytes")
+    let line = samples(&text, "vramwatch_process_info")
         .into_iter()
         .find(|(s, _)| s.contains("evil"))
         .unwrap();
@@ -285,7 +311,7 @@ fn lost_gpus_drop_readings_but_keep_state_and_xid() {
         state: GpuState::Lost,
         ..Default::default()
     };
-    let labels = Labels::new(&sys, &snap);
+    let labels = Labels::new(&sys, &snap, &Render::default());
     let xid = BTreeMap::from([(1, 79)]);
     let text = Body {
         system: &sys,
