@@ -276,6 +276,11 @@ pub struct RecordArgs {
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Run this command (after `--`), record while it runs, stop when it
+    /// exits and exit with its exit code: `record -o run.jsonl.zst --
+    /// python train.py --steps 200`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
     #[command(flatten)]
     pub demo: DemoArgs,
     #[command(flatten)]
@@ -319,9 +324,39 @@ pub struct ExportArgs {
 pub struct ReportArgs {
     /// A recording (`.jsonl` or `.jsonl.zst`).
     pub file: PathBuf,
-    /// Also draw memory over time as SVG.
+    /// Also draw memory over time as SVG (with --baseline: both runs on
+    /// one time axis).
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
+    /// Compare FILE with this earlier recording of the same job
+    /// (docs/baseline.md).
+    #[arg(long, value_name = "OLD")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: exit 1 when FILE exceeds OLD by more than LIMIT, a
+    /// percentage (5%) or an amount of memory (512MiB, 1GiB).
+    #[arg(long, value_name = "LIMIT", requires = "baseline")]
+    pub fail_above: Option<String>,
+    /// With --baseline: the figure --fail-above checks.
+    #[arg(long, value_name = "FIGURE", requires = "baseline",
+          value_parser = ["peak", "mean", "p95"], default_value = "peak")]
+    pub metric: String,
+    /// With --baseline: print JSON instead of the table.
+    #[arg(long, requires = "baseline")]
+    pub json: bool,
+    /// With --baseline --svg: start each run's time axis at its GPU's first
+    /// process (start), or use the clock (wall).
+    #[arg(long, value_name = "AXIS", requires = "baseline",
+          value_parser = ["start", "wall"], default_value = "start")]
+    pub align: String,
+    /// With --baseline: pair GPUs by `auto`, `index`, `model`, or NEW=OLD
+    /// pairs such as 0=1,1=0.
+    #[arg(
+        long,
+        value_name = "RULE",
+        requires = "baseline",
+        default_value = "auto"
+    )]
+    pub match_gpu: String,
     #[command(flatten)]
     pub config: ConfigArg,
 }

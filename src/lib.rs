@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod app;
 pub mod cli;
 pub mod commands;
+pub(crate) mod compare;
 pub mod config;
 pub mod export;
 pub mod fleet;

@@ -14,6 +14,7 @@ mod common;
 mod analysis_hook;
 mod analysis_props;
 mod analysis_sim;
+mod baseline;
 mod cli;
 mod config_cli;
 mod corpus;

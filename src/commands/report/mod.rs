@@ -18,11 +18,15 @@ use std::io::Write as _;
 
 use anyhow::{Context, Result};
 
-use crate::cli::{ReportArgs, SourceArgs};
+use crate::cli::{ReportArgs, SourceArgs, Usage};
+use crate::compare::{self, Align, CompareOptions, GpuMatch, Metric};
 use crate::config;
 use crate::record::Reader;
 
 pub fn run(args: &ReportArgs, src: &SourceArgs) -> Result<()> {
+    if let Some(old) = &args.baseline {
+        return compare::run(&compare_options(args, old)?);
+    }
     let cfg = config::load(src.config.as_deref())?;
     let mut rec = Reader::open(&args.file)?;
     let sum = summary::collect(&mut rec, &cfg.thresholds)?;
@@ -54,4 +58,22 @@ pub fn run(args: &ReportArgs, src: &SourceArgs) -> Result<()> {
         Some(e) => Err(e.into()),
         None => Ok(()),
     }
+}
+
+/// `report FILE --baseline OLD …` as the comparison's options; a limit
+/// or rule that does not parse is a usage error.
+fn compare_options(args: &ReportArgs, old: &std::path::Path) -> Result<CompareOptions> {
+    let mut o = CompareOptions::new(args.file.clone(), old.to_path_buf());
+    o.svg = args.svg.clone();
+    o.json = args.json;
+    o.fail_above = args
+        .fail_above
+        .as_deref()
+        .map(compare::parse_threshold)
+        .transpose()
+        .map_err(Usage)?;
+    o.metric = Metric::from_name(&args.metric).map_err(Usage)?;
+    o.align = Align::from_name(&args.align).map_err(Usage)?;
+    o.match_gpu = GpuMatch::parse(&args.match_gpu).map_err(Usage)?;
+    Ok(o)
 }
