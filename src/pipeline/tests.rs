@@ -95,6 +95,33 @@ fn a_full_queue_shows_as_a_gap_never_as_a_stall() {
 }
 
 #[test]
+fn a_slow_frame_costs_the_recorder_nothing() {
+    // The dashboard draws from `latest()`; a frame that takes 150 ms (with
+    // a snapshot every 10 ms) must not cost a lossless consumer such as the
+    // recorder a single snapshot.
+    let p = start("demo", 10);
+    let mut latest = p.hub().latest();
+    let recorder = p.hub().subscribe_all(1000);
+    let drawer = std::thread::spawn(move || {
+        let mut frames = 0;
+        while latest.has_changed().is_ok() && frames < 4 {
+            let _shown = latest.borrow_and_update().clone();
+            std::thread::sleep(Duration::from_millis(150));
+            frames += 1;
+        }
+        frames
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    p.stop();
+    let seqs: Vec<u64> = recorder.into_iter().map(|a| a.seq()).collect();
+    assert!(drawer.join().unwrap() >= 3, "the drawer drew slowly");
+    assert!(seqs.len() >= 30, "{} snapshots", seqs.len());
+    for w in seqs.windows(2) {
+        assert_eq!(w[1], w[0] + 1, "the recorder missed a snapshot");
+    }
+}
+
+#[test]
 fn gaps_are_counted_from_seq() {
     let mut g = GapCounter::default();
     assert_eq!(g.saw(5), 0, "the first one seen starts the count");
