@@ -226,19 +226,33 @@ fn worst(all: impl Iterator<Item = Scrape>) -> Scrape {
     .unwrap_or_default()
 }
 
-/// The key a process's series join on.
-fn proc_key(l: &Labels) -> (String, String, String, String) {
+/// The key a process's series on one GPU join on: target, GPU, PID and
+/// start (empty from exporters without `start_time`).
+fn proc_key(l: &Labels) -> (String, String, String, String, String) {
     let k = |n| label(l, n).to_owned();
-    (k("instance"), k("job"), k("gpu"), k("pid"))
+    (k("instance"), k("job"), k("gpu"), k("pid"), k("start_time"))
 }
 
-/// Process rows from `topk`, with growth and leak flags from the series
-/// of the same target, GPU and PID.
+/// The key of `vramwatch_process_info`: target, PID and start.
+fn info_key(l: &Labels) -> (String, String, String, String) {
+    let k = |n| label(l, n).to_owned();
+    (k("instance"), k("job"), k("pid"), k("start_time"))
+}
+
+/// Process rows from `topk`, with who they are from the
+/// `vramwatch_process_info` of the same target, PID and start, and growth
+/// and leak flags from the series of the same target, GPU, PID and start.
+/// Without an info series (vramwatch before `vramwatch_process_info`) the
+/// `user`, `command` and `container` labels of the row's own series count.
 pub fn assemble_procs(top: &[Sample], figures: &[Sample]) -> Vec<ProcRow> {
     let mut growth: BTreeMap<_, f64> = BTreeMap::new();
     let mut leaks: BTreeSet<_> = BTreeSet::new();
+    let mut infos: BTreeMap<_, &Labels> = BTreeMap::new();
     for s in figures {
         match label(&s.labels, "__name__") {
+            "vramwatch_process_info" => {
+                infos.insert(info_key(&s.labels), &s.labels);
+            }
             "vramwatch_process_memory_growth_bytes_per_second" => {
                 growth.insert(proc_key(&s.labels), s.value);
             }
@@ -254,14 +268,22 @@ pub fn assemble_procs(top: &[Sample], figures: &[Sample]) -> Vec<ProcRow> {
         .map(|s| {
             let l = &s.labels;
             let key = proc_key(l);
+            let (user, command, container) = match infos.get(&info_key(l)) {
+                Some(i) => (
+                    label(i, "user"),
+                    label(i, "command"),
+                    label(i, "container_id"),
+                ),
+                None => (label(l, "user"), label(l, "command"), label(l, "container")),
+            };
             ProcRow {
                 host: label(l, HOST).to_owned(),
                 instance: key.0.clone(),
                 gpu: label(l, "gpu").parse().unwrap_or(0),
                 pid: label(l, "pid").parse().unwrap_or(0),
-                user: label(l, "user").to_owned(),
-                command: label(l, "command").to_owned(),
-                container: label(l, "container").to_owned(),
+                user: user.to_owned(),
+                command: command.to_owned(),
+                container: container.to_owned(),
                 mem_bytes: s.value.max(0.0) as u64,
                 growth_bps: growth.get(&key).copied().and_then(finite),
                 leak: leaks.contains(&key),

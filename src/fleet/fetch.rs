@@ -144,7 +144,8 @@ impl Fetcher {
     }
 
     /// The biggest processes (of the targets `extra` selects, or all),
-    /// then the growth and leak flags of those PIDs.
+    /// then who those PIDs are (`vramwatch_process_info`) and their growth
+    /// and leak flags, in one query.
     async fn procs(&self, extra: &str) -> Result<Vec<ProcRow>, PromError> {
         let q = &self.queries;
         let top = self.client.query(&q.top_procs(self.top, extra)).await?;

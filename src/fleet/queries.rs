@@ -296,8 +296,10 @@ impl Queries {
         ))
     }
 
-    /// Growth and leak flag of the processes with these PIDs (those
-    /// [`Queries::top_procs`] found; joined to them by target, GPU and PID).
+    /// Who the processes with these PIDs are (`vramwatch_process_info`:
+    /// user, command, container), their growth and leak flags: those
+    /// [`Queries::top_procs`] found, joined to them in the client by target,
+    /// PID and `start_time` (and GPU for the growth and leak flags).
     pub fn proc_figures(&self, pids: &[u32], extra: &str) -> String {
         let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
         let m = format!("pid=~\"{}\"", pids.join("|"));
@@ -308,6 +310,7 @@ impl Queries {
         };
         self.sel_names(
             &[
+                "vramwatch_process_info",
                 "vramwatch_process_memory_growth_bytes_per_second",
                 "vramwatch_process_leak_suspected",
             ],
@@ -403,7 +406,7 @@ mod tests {
         );
         assert_eq!(
             qs.proc_figures(&[7, 9], ""),
-            "{__name__=~\"vramwatch_process_memory_growth_bytes_per_second|vramwatch_process_leak_suspected\",pid=~\"7|9\",job=\"gpu\"}"
+            "{__name__=~\"vramwatch_process_info|vramwatch_process_memory_growth_bytes_per_second|vramwatch_process_leak_suspected\",pid=~\"7|9\",job=\"gpu\"}"
         );
         // The host is written once per target, not per series.
         assert_eq!(

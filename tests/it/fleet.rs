@@ -237,6 +237,54 @@ fn proc_bytes(text: &str) -> Vec<u64> {
         .collect()
 }
 
+/// The labels of an exposition line (`name{a="1",b="x\\"y"} v`), unescaped.
+fn labels_of(line: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Some((_, mut rest)) = line.split_once('{') else {
+        return out;
+    };
+    while let Some((name, after)) = rest.split_once("=\"") {
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = after.len();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, e)) => value.push(e),
+                    None => {}
+                },
+                '"' => {
+                    end = i + 1;
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        out.insert(name.trim_start_matches(',').to_owned(), value);
+        rest = &after[end..];
+        if rest.starts_with('}') {
+            break;
+        }
+    }
+    out
+}
+
+/// Who each process of a target's `/metrics` is, from
+/// `vramwatch_process_info`: `(pid, start_time)` → `(user, command,
+/// container_id)`.
+fn proc_infos(text: &str) -> BTreeMap<(u32, String), (String, String, String)> {
+    text.lines()
+        .filter(|l| l.starts_with("vramwatch_process_info{"))
+        .map(|l| {
+            let mut m = labels_of(l);
+            let mut take = |k: &str| m.remove(k).unwrap_or_else(|| panic!("no {k} in {l}"));
+            let key = (take("pid").parse().unwrap(), take("start_time"));
+            (key, (take("user"), take("command"), take("container_id")))
+        })
+        .collect()
+}
+
 fn settings(w: Duration) -> FleetSettings {
     let config = Config::default();
     FleetSettings {
@@ -412,7 +460,23 @@ fn top_processes_are_the_biggest(rig: &Rig) {
     assert_eq!(got, all);
     assert!(procs.iter().all(|p| p.host.starts_with("node-")));
     assert!(procs.iter().all(|p| p.pid > 0 && !p.user.is_empty()));
-    // The hosts' 11 queries, the top 50 and their growth and leak flags.
+    // Who each is: the `vramwatch_process_info` of its target and PID (the
+    // demo's PIDs are unique per node, so the start need not be matched).
+    let infos: BTreeMap<String, _> = (1..4)
+        .map(|i| (rig.addrs[i].to_string(), proc_infos(&rig.metrics(i))))
+        .collect();
+    for p in procs {
+        let of_pid: Vec<_> = infos[&p.instance]
+            .iter()
+            .filter(|((pid, _), _)| *pid == p.pid)
+            .map(|(_, who)| who)
+            .collect();
+        let who = (p.user.clone(), p.command.clone(), p.container.clone());
+        assert_eq!(of_pid, [&who], "{}: pid {}", p.host, p.pid);
+    }
+    assert!(procs.iter().any(|p| !p.command.is_empty()));
+    // The hosts' 11 queries, the top 50, and who they are with their
+    // growth and leak flags (one query).
     assert_eq!(r.queries, 13);
     assert!(r.bytes > 0);
 }

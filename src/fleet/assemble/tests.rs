@@ -117,50 +117,126 @@ fn health_reads_up_its_age_and_the_interval() {
     assert_eq!((down.health, down.age_s), (Health::Down, None));
 }
 
-#[test]
-fn processes_join_growth_and_leaks_by_labels() {
-    let l = |pid: &str, h: &str| {
-        vec![
-            (HOST, h.to_string()),
-            ("instance", format!("{h}:1")),
-            ("job", "gpu".into()),
-            ("gpu", "0".into()),
-            ("pid", pid.to_string()),
-            ("user", "ann".into()),
-            ("command", "python train.py".into()),
-        ]
-    };
-    let mk = |pid: &str, h: &str, v: f64| {
-        let pairs = l(pid, h);
-        let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        s(&refs, v)
-    };
-    let top = vec![
-        mk("1", "a", 100.0),
-        mk("2", "b", 300.0),
-        mk("3", "a", 200.0),
+/// A process series as vramwatch exports it now: `gpu`, `Hostname`,
+/// `pid`, `start_time`, and the target's labels.
+fn proc_series(name: &str, pid: &str, h: &str, gpu: &str, start: &str, v: f64) -> Sample {
+    let inst = format!("{h}:1");
+    let mut pairs = vec![
+        (HOST, h),
+        ("instance", inst.as_str()),
+        ("job", "gpu"),
+        ("Hostname", h),
+        ("gpu", gpu),
+        ("pid", pid),
+        ("start_time", start),
     ];
-    let named = |mut s: Sample, n: &str| {
-        s.labels.insert("__name__".into(), n.into());
-        s
-    };
+    if !name.is_empty() {
+        pairs.push(("__name__", name));
+    }
+    s(&pairs, v)
+}
+
+/// `vramwatch_process_info`: who a process is, per target, PID and start.
+fn info(pid: &str, h: &str, start: &str, user: &str, cmd: &str, container: &str) -> Sample {
+    let inst = format!("{h}:1");
+    s(
+        &[
+            ("__name__", "vramwatch_process_info"),
+            ("instance", inst.as_str()),
+            ("job", "gpu"),
+            ("Hostname", h),
+            ("pid", pid),
+            ("start_time", start),
+            ("user", user),
+            ("command", cmd),
+            ("container_id", container),
+        ],
+        1.0,
+    )
+}
+
+#[test]
+fn processes_join_who_they_are_growth_and_leaks_by_labels() {
+    let top = vec![
+        proc_series("", "1", "a", "0", "100", 100.0),
+        proc_series("", "2", "b", "0", "100", 300.0),
+        proc_series("", "3", "a", "0", "100", 200.0),
+        // PID 1 on a second GPU: one process, one info series.
+        proc_series("", "1", "a", "1", "100", 50.0),
+    ];
     let growth = "vramwatch_process_memory_growth_bytes_per_second";
     let leak = "vramwatch_process_leak_suspected";
     let figures = vec![
-        named(mk("1", "a", 5e6), growth),
-        named(mk("1", "a", 1.0), leak),
-        named(mk("3", "a", 0.0), leak),
+        info("1", "a", "100", "ann", "python train.py", "c0ffee"),
+        info("3", "a", "100", "bob", "python eval.py", ""),
         // The same PID on another host is another process.
-        named(mk("2", "a", 9e9), growth),
+        info("2", "a", "100", "eve", "sleep", ""),
+        info("2", "b", "100", "carl", "python serve.py", ""),
+        // An earlier process with PID 3 on the same host is another one.
+        info("3", "a", "50", "mallory", "old", ""),
+        proc_series(growth, "1", "a", "0", "100", 5e6),
+        proc_series(leak, "1", "a", "0", "100", 1.0),
+        proc_series(leak, "3", "a", "0", "100", 0.0),
+        proc_series(leak, "3", "a", "0", "50", 1.0),
+        proc_series(growth, "2", "a", "0", "100", 9e9),
     ];
     let rows = assemble_procs(&top, &figures);
-    let pids: Vec<u32> = rows.iter().map(|r| r.pid).collect();
-    assert_eq!(pids, [2, 3, 1]);
+    let pids: Vec<(u32, u32)> = rows.iter().map(|r| (r.pid, r.gpu)).collect();
+    assert_eq!(pids, [(2, 0), (3, 0), (1, 0), (1, 1)]);
+    let who: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| (r.user.as_str(), r.command.as_str(), r.container.as_str()))
+        .collect();
+    assert_eq!(
+        who,
+        [
+            ("carl", "python serve.py", ""),
+            ("bob", "python eval.py", ""),
+            ("ann", "python train.py", "c0ffee"),
+            ("ann", "python train.py", "c0ffee"),
+        ]
+    );
     assert_eq!(rows[2].growth_bps, Some(5e6));
-    assert!(rows[2].leak && !rows[1].leak);
+    assert!(rows[2].leak && !rows[1].leak && !rows[3].leak);
+    assert_eq!(rows[3].growth_bps, None);
     assert_eq!(rows[0].growth_bps, None);
     assert_eq!(rows[0].host, "b");
-    assert_eq!(rows[0].user, "ann");
+}
+
+#[test]
+fn processes_of_older_exporters_keep_their_own_labels() {
+    // vramwatch before `vramwatch_process_info`: who a process is on every
+    // series, no `start_time`.
+    let old = |name: &str, v: f64| {
+        let mut pairs = vec![
+            (HOST, "a"),
+            ("instance", "a:1"),
+            ("job", "gpu"),
+            ("Hostname", "a"),
+            ("UUID", "GPU-1"),
+            ("gpu", "0"),
+            ("pid", "7"),
+            ("user", "ann"),
+            ("command", "python train.py"),
+            ("container", "c0ffee"),
+        ];
+        if !name.is_empty() {
+            pairs.push(("__name__", name));
+        }
+        s(&pairs, v)
+    };
+    let figures = vec![
+        old("vramwatch_process_memory_growth_bytes_per_second", 1e6),
+        old("vramwatch_process_leak_suspected", 1.0),
+    ];
+    let rows = assemble_procs(&[old("", 100.0)], &figures);
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(
+        (r.user.as_str(), r.command.as_str(), r.container.as_str()),
+        ("ann", "python train.py", "c0ffee")
+    );
+    assert_eq!((r.growth_bps, r.leak), (Some(1e6), true));
 }
 
 #[test]
