@@ -19,6 +19,10 @@ fn main() -> ExitCode {
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // `record -- COMMAND`: the command's own status, already told.
+            if let Some(s) = e.downcast_ref::<commands::record::CommandStatus>() {
+                return ExitCode::from(s.0);
+            }
             let code = exit_code(&e);
             // A closed pipe (`vramwatch snapshot | head`) is not an error.
             if code != 0 {

@@ -28,6 +28,7 @@ mod prometheus_docs;
 mod python_pkg;
 mod record;
 mod record_cli;
+mod record_command;
 mod tmux;
 mod torch_alloc;
 mod tui;

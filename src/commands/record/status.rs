@@ -1,133 +1,23 @@
-//! `vramwatch record`: samples without a UI and appends every snapshot to a
-//! recording (docs/recording-format.md) until Ctrl-C, SIGTERM or
-//! `--duration`. Every snapshot the pipeline made is written before it
-//! exits: the recorder is a consumer of the pipeline with a queue of its
-//! own, writing on a thread of its own so a slow disk (an fsync) never
-//! delays sampling.
+//! What `record` says on standard error while it records: the status line,
+//! the recorder's news (outages, rotations, warnings), and the summary it
+//! ends with.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
-use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
-
-use crate::analysis::AnalysisConfig;
 use crate::app::Clock;
-use crate::cli::{RecordArgs, SourceArgs};
-use crate::config;
+use crate::model::Millis;
 use crate::model::units::{bytes_short, duration_short};
-use crate::model::{Millis, now_ms};
-use crate::pipeline::Pipeline;
-use crate::record::recorder::{Outage, OutageNews, Recorder, Report, Summary, cause_text};
-use crate::record::{Header, Writer, WriterOptions, WriterStats};
-use crate::source::host;
+use crate::record::WriterStats;
+use crate::record::recorder::{Outage, OutageNews, Report, Summary, cause_text};
 
 /// How often a status line is printed when stderr is not a terminal.
 const LOG_EVERY: Duration = Duration::from_secs(60);
 
-pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
-    let cfg = config::load(src_args.config.as_deref())?.with_interval(src_args.interval);
-    let schedule = cfg.schedule();
-    // Bind the metrics port first: a bad address stops us before anything starts.
-    let listener = match &args.serve {
-        Some(addr) => Some(crate::export::bind(addr).context("--serve")?),
-        None => None,
-    };
-    let me = host::current_user();
-    let src = super::open_source(src_args, &me, 0)?;
-    let system = src.system();
-    let header = Header::new(&system, schedule.interval.as_millis() as u64, now_ms());
-    let opts = WriterOptions {
-        overwrite: args.force,
-        ..WriterOptions::from_config(&cfg.record)
-    };
-    let writer = Writer::create(&args.output, header, opts)?;
-    let shown = absolute(&args.output);
-    let tty = std::io::stderr().is_terminal();
-    eprintln!(
-        "vramwatch: recording {} GPU{} ({}) every {} to {} ({}){}",
-        system.gpus.len(),
-        if system.gpus.len() == 1 { "" } else { "s" },
-        system.source,
-        humantime::format_duration(schedule.interval),
-        shown.display(),
-        if writer.compressed() {
-            "zstd-compressed JSON Lines"
-        } else {
-            "JSON Lines"
-        },
-        match args.duration {
-            Some(d) => format!(" for {}", humantime::format_duration(d)),
-            None => "; stop with Ctrl-C".into(),
-        }
-    );
-
-    let pipeline = Pipeline::start(src, schedule, AnalysisConfig::from_config(&cfg))
-        .context("starting the sampler")?;
-    let hook = super::start_hook(pipeline.hub(), &cfg, |e| eprintln!("vramwatch: {e}"));
-    let (report_tx, reports) = mpsc::unbounded_channel::<Report>();
-    let recorder = Recorder::start(writer, pipeline.hub(), move |r| {
-        let _ = report_tx.send(r);
-    })?;
-
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    let started = Instant::now();
-    let mut status = Status::new(shown.clone(), tty, started, Clock::Local, std::io::stderr());
-    let waited = rt.block_on(async {
-        let server = match listener {
-            Some(l) => Some(
-                crate::export::Server::start(l, pipeline.hub(), Default::default())
-                    .context("--serve")?,
-            ),
-            None => None,
-        };
-        let r = wait(reports, &mut status, args.duration).await;
-        if let Some(s) = server {
-            s.stop().await;
-        }
-        r
-    });
-    // Stop sampling: everything sampled is analysed and reaches the
-    // recorder, whose queue then ends.
-    pipeline.stop();
-    let summary = recorder.finish();
-    if let Some(h) = hook {
-        let _ = h.join();
-    }
-    // What the recorder said after the wait ended (the last outage's news).
-    let waited = waited.map(|mut reports| {
-        while let Ok(rep) = reports.try_recv() {
-            status.report(rep);
-        }
-    });
-    status.clear_line();
-    // The summary is printed whatever went wrong: it holds the losses.
-    eprintln!(
-        "vramwatch: {}",
-        summary_line(&summary, &shown, started.elapsed(), Clock::Local)
-    );
-    waited?;
-    if let Some(why) = summary.failed {
-        // The writer's errors name the file already.
-        let name = shown.display().to_string();
-        let why = if why.starts_with(&name) {
-            format!("finishing {why}")
-        } else {
-            format!("finishing {name}: {why}")
-        };
-        return Err(crate::cli::Failure(why).into());
-    }
-    Ok(())
-}
-
 /// The line `record` ends with: what was written, and every snapshot that
 /// was not, by outage.
-fn summary_line(summary: &Summary, path: &Path, took: Duration, clock: Clock) -> String {
+pub(super) fn summary_line(summary: &Summary, path: &Path, took: Duration, clock: Clock) -> String {
     let stats = &summary.stats;
     let mut line = format!(
         "wrote {} ({}) to {} in {}",
@@ -199,36 +89,6 @@ fn seqs(first: u64, last: u64) -> String {
     }
 }
 
-/// Shows the recorder's progress until a signal or the deadline. Returns
-/// the report channel, for what comes after the stop.
-async fn wait<W: Write>(
-    mut reports: mpsc::UnboundedReceiver<Report>,
-    status: &mut Status<W>,
-    duration: Option<Duration>,
-) -> Result<mpsc::UnboundedReceiver<Report>> {
-    let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-    let deadline = duration.map(|d| tokio::time::Instant::now() + d);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
-    loop {
-        tokio::select! {
-            _ = &mut ctrl_c => break,
-            _ = term.recv() => break,
-            _ = sleep_until(deadline), if deadline.is_some() => break,
-            Some(rep) = reports.recv() => status.report(rep),
-            _ = tick.tick() => status.show(),
-        }
-    }
-    Ok(reports)
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The status line (rewritten in place on a terminal, a plain line every
 /// minute otherwise) and the recorder's news, written to `out` (stderr).
 ///
@@ -236,7 +96,7 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// warning; while it goes on, a reminder at most once a minute (of the
 /// snapshots' time); and when it ends, how long it lasted and what it
 /// lost. Other warnings of one kind are said at most once a minute.
-struct Status<W: Write> {
+pub(super) struct Status<W: Write> {
     path: PathBuf,
     tty: bool,
     started: Instant,
@@ -254,7 +114,13 @@ struct Status<W: Write> {
 }
 
 impl<W: Write> Status<W> {
-    fn new(path: PathBuf, tty: bool, started: Instant, clock: Clock, out: W) -> Status<W> {
+    pub(super) fn new(
+        path: PathBuf,
+        tty: bool,
+        started: Instant,
+        clock: Clock,
+        out: W,
+    ) -> Status<W> {
         Status {
             path,
             tty,
@@ -293,7 +159,7 @@ impl<W: Write> Status<W> {
         )
     }
 
-    fn show(&mut self) {
+    pub(super) fn show(&mut self) {
         if self.tty {
             let line = self.line();
             let _ = write!(self.out, "\r\x1b[K{line}");
@@ -306,7 +172,7 @@ impl<W: Write> Status<W> {
         }
     }
 
-    fn clear_line(&mut self) {
+    pub(super) fn clear_line(&mut self) {
         if self.on_line {
             let _ = write!(self.out, "\r\x1b[K");
             self.on_line = false;
@@ -314,12 +180,12 @@ impl<W: Write> Status<W> {
     }
 
     /// A message on a line of its own.
-    fn say(&mut self, msg: &str) {
+    pub(super) fn say(&mut self, msg: &str) {
         self.clear_line();
         let _ = writeln!(self.out, "vramwatch: {msg}");
     }
 
-    fn report(&mut self, r: Report) {
+    pub(super) fn report(&mut self, r: Report) {
         match r {
             Report::Wrote { stats, outage, .. } => {
                 self.stats = stats;
@@ -403,10 +269,6 @@ impl<W: Write> Status<W> {
             }
         }
     }
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_owned())
 }
 
 #[cfg(test)]
