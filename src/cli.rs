@@ -312,12 +312,19 @@ pub struct ExportArgs {
     /// Only this GPU (its number in the recording).
     #[arg(long, value_name = "N")]
     pub gpu: Option<u32>,
-    /// One row per sample of this process instead of one per GPU.
+    /// One row per process per snapshot (a long table) instead of one per
+    /// GPU.
+    #[arg(long)]
+    pub processes: bool,
+    /// Only the rows of this process (implies --processes).
     #[arg(long, value_name = "PID")]
     pub process: Option<u32>,
     /// Write here instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Overwrite the -o file if it exists.
+    #[arg(long, requires = "output")]
+    pub force: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,7 +1,11 @@
 //! `vramwatch export FILE --csv`: a recording as a flat CSV table for
-//! spreadsheets: one row per GPU per snapshot, or with `--process PID` one
-//! row per sample of that process. Memory is in MiB, power in W, energy in
-//! J; an empty cell is a reading the GPU did not give.
+//! spreadsheets and data tools: one row per GPU per snapshot, or with
+//! `--processes` one row per process per snapshot (a long table; `--process
+//! PID` keeps one process's rows). Every memory figure is there twice: in
+//! MiB (`*_mib`, a float for reading) and in bytes (`*_bytes`, the exact
+//! integer). Power is in W, energy in J; an empty cell is a reading the GPU
+//! did not give. A process's `kind` is spelled as in the recording and the
+//! snapshot JSON: `compute`, `graphics` or `both`.
 //!
 //! Each row also carries the analysis as the dashboard had it at that
 //! moment (the recording is analysed snapshot by snapshot, nothing from
@@ -15,8 +19,9 @@
 //! after writing what could be read. Text from the recording is cleaned
 //! of control characters, and a cell a spreadsheet would take for a
 //! formula (`=`, `+`, `-`, `@` first) gets a `'` in front. With `-o` the
-//! CSV goes to a temporary file beside the target, renamed over it once
-//! complete: a failure leaves no partial file.
+//! CSV goes to a temporary file beside the target, moved into place once
+//! complete: a failure leaves no partial file, and an existing file is
+//! replaced only with `--force`.
 
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
@@ -29,11 +34,11 @@ use serde::Serialize;
 use crate::analysis::{AnalysisConfig, Analyzer};
 use crate::cli::ExportArgs;
 use crate::model::units::MIB;
-use crate::model::{GpuSample, ProcSample};
+use crate::model::{GpuSample, ProcKind, ProcSample};
 use crate::pipeline::{Analyzed, analyse};
-use crate::record::Reader;
+use crate::record::{Reader, RecordError};
 
-#[derive(Serialize)]
+#[derive(Default, Serialize)]
 struct GpuRow<'a> {
     time: &'a str,
     t_ms: u64,
@@ -41,12 +46,20 @@ struct GpuRow<'a> {
     gpu: u32,
     state: &'static str,
     mem_used_mib: Option<f64>,
+    mem_used_bytes: Option<u64>,
     mem_reserved_mib: Option<f64>,
+    mem_reserved_bytes: Option<u64>,
     mem_free_mib: Option<f64>,
+    mem_free_bytes: Option<u64>,
     mem_total_mib: Option<f64>,
+    mem_total_bytes: Option<u64>,
     mem_used_pct: Option<f64>,
+    /// The highest `used` of the fast lane's reads since the snapshot
+    /// before.
     mem_peak_mib: Option<f64>,
+    mem_peak_bytes: Option<u64>,
     unaccounted_mib: Option<f64>,
+    unaccounted_bytes: Option<u64>,
     processes: usize,
     util_gpu_pct: Option<u32>,
     util_mem_pct: Option<u32>,
@@ -74,7 +87,7 @@ struct GpuRow<'a> {
     alerts: String,
 }
 
-#[derive(Serialize)]
+#[derive(Default, Serialize)]
 struct ProcRow<'a> {
     time: &'a str,
     t_ms: u64,
@@ -82,21 +95,26 @@ struct ProcRow<'a> {
     gpu: u32,
     pid: u32,
     start_time: u64,
-    kind: &'static str,
+    /// `compute`, `graphics` or `both`, as the recording spells it.
+    kind: ProcKind,
     mem_mib: Option<f64>,
+    mem_bytes: Option<u64>,
     mem_peak_mib: Option<f64>,
+    mem_peak_bytes: Option<u64>,
     sm_util_pct: Option<u32>,
     mem_util_pct: Option<u32>,
     enc_util_pct: Option<u32>,
     dec_util_pct: Option<u32>,
     cpu_pct: Option<f32>,
     rss_mib: Option<f64>,
+    rss_bytes: Option<u64>,
     user: Option<Cow<'a, str>>,
     container: Option<Cow<'a, str>>,
     name: Option<Cow<'a, str>>,
     command: Option<Cow<'a, str>>,
     growth_bps: Option<f64>,
     phase: &'static str,
+    /// 1 while the analysis flags the process as leaking, else 0.
     leak: Option<u8>,
 }
 
@@ -122,6 +140,7 @@ fn gpu_row<'a>(time: &'a str, a: &Analyzed, g: &GpuSample) -> GpuRow<'a> {
     let ga = a.assessment.gpu(g.index);
     let age = |made: u64| s.t_ms.saturating_sub(made) as f64 / 1000.0;
     let f = ga.and_then(|x| x.forecast);
+    let unaccounted = unaccounted(g, &s.procs);
     GpuRow {
         time,
         t_ms: s.t_ms,
@@ -129,12 +148,18 @@ fn gpu_row<'a>(time: &'a str, a: &Analyzed, g: &GpuSample) -> GpuRow<'a> {
         gpu: g.index,
         state: state(g),
         mem_used_mib: g.mem.map(|m| mib(m.used)),
+        mem_used_bytes: g.mem.map(|m| m.used),
         mem_reserved_mib: g.mem.map(|m| mib(m.reserved)),
+        mem_reserved_bytes: g.mem.map(|m| m.reserved),
         mem_free_mib: g.mem.map(|m| mib(m.free)),
+        mem_free_bytes: g.mem.map(|m| m.free),
         mem_total_mib: g.mem.map(|m| mib(m.total)),
+        mem_total_bytes: g.mem.map(|m| m.total),
         mem_used_pct: g.mem.map(|m| (m.used_pct() * 100.0).round() / 100.0),
         mem_peak_mib: g.mem_peak.map(mib),
-        unaccounted_mib: unaccounted(g, &s.procs).map(mib),
+        mem_peak_bytes: g.mem_peak,
+        unaccounted_mib: unaccounted.map(mib),
+        unaccounted_bytes: unaccounted,
         processes: s.procs.iter().filter(|p| p.gpu == g.index).count(),
         util_gpu_pct: g.util_gpu,
         util_mem_pct: g.util_mem,
@@ -177,15 +202,18 @@ fn proc_row<'a>(time: &'a str, a: &Analyzed, p: &'a ProcSample) -> ProcRow<'a> {
         gpu: p.gpu,
         pid: p.pid,
         start_time: p.start_time,
-        kind: p.kind.letter(),
+        kind: p.kind,
         mem_mib: p.mem.map(mib),
+        mem_bytes: p.mem,
         mem_peak_mib: p.mem_peak.map(mib),
+        mem_peak_bytes: p.mem_peak,
         sm_util_pct: p.sm_util,
         mem_util_pct: p.mem_util,
         enc_util_pct: p.enc_util,
         dec_util_pct: p.dec_util,
         cpu_pct: p.cpu_pct,
         rss_mib: p.rss.map(mib),
+        rss_bytes: p.rss,
         user: p.user.as_deref().map(cell),
         container: p.container.as_deref().map(cell),
         name: p.name.as_deref().map(cell),
@@ -257,7 +285,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     }
     let rows = match &args.output {
         Some(p) => {
-            let mut out = Output::create(p)?;
+            let mut out = Output::create_for(p, args.force)?;
             let rows = write_rows(&mut rec, args, out.writer()?)?;
             if rows > 0 || args.process.is_none() {
                 out.commit()?;
@@ -304,12 +332,14 @@ fn write_rows<W: Write>(rec: &mut Reader, args: &ExportArgs, out: W) -> Result<u
     let config = crate::config::Config::default().with_interval(Some(interval));
     let mut analyzer = Analyzer::new(&AnalysisConfig::from_config(&config));
     let gpu_ok = |g: u32| args.gpu.is_none_or(|want| want == g);
+    let by_process = args.processes || args.process.is_some();
     for s in rec.by_ref() {
         let a = analyse(&mut analyzer, std::sync::Arc::new(s?));
         let s = &*a.snapshot;
         let time = rfc3339(s.t_ms);
-        if let Some(pid) = args.process {
-            for p in s.procs.iter().filter(|p| p.pid == pid && gpu_ok(p.gpu)) {
+        if by_process {
+            let pid_ok = |p: u32| args.process.is_none_or(|want| want == p);
+            for p in s.procs.iter().filter(|p| pid_ok(p.pid) && gpu_ok(p.gpu)) {
                 csv.serialize(proc_row(&time, &a, p))
                     .map_err(csv_error)
                     .with_context(|| format!("writing {name}"))?;
@@ -324,8 +354,32 @@ fn write_rows<W: Write>(rec: &mut Reader, args: &ExportArgs, out: W) -> Result<u
             }
         }
     }
+    if rows == 0 && args.process.is_none() {
+        // No row: the header alone, so that the table still has its
+        // columns (a data tool refuses an empty file).
+        let head = if by_process {
+            header_of(&ProcRow::default())
+        } else {
+            header_of(&GpuRow::default())
+        };
+        csv.write_record(&head)
+            .map_err(csv_error)
+            .with_context(|| format!("writing {name}"))?;
+    }
     csv.flush().with_context(|| format!("writing {name}"))?;
     Ok(rows)
+}
+
+/// The column names of a CSV of `T` rows.
+fn header_of<T: Serialize>(row: &T) -> Vec<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    // Serialising plain data into memory cannot fail.
+    let _ = w.serialize(row);
+    let text = w.into_inner().unwrap_or_default();
+    let mut r = csv::Reader::from_reader(&text[..]);
+    r.headers()
+        .map(|h| h.iter().map(str::to_owned).collect())
+        .unwrap_or_default()
 }
 
 /// A CSV error, with an I/O error as itself (so a closed pipe, as in
@@ -352,10 +406,21 @@ pub(crate) struct Output {
     path: PathBuf,
     temp: Option<PathBuf>,
     file: Option<File>,
+    /// Whether an existing file may be replaced.
+    overwrite: bool,
 }
 
 impl Output {
+    /// An output that replaces an existing file.
     pub(crate) fn create(path: &Path) -> Result<Output> {
+        Output::create_for(path, true)
+    }
+
+    /// An output that replaces an existing regular file only when
+    /// `overwrite` (else an error saying to pass --force, before anything
+    /// is read, and again when moving the file into place if one appeared
+    /// meanwhile).
+    pub(crate) fn create_for(path: &Path, overwrite: bool) -> Result<Output> {
         let name = output_name(Some(path));
         if let Ok(m) = fs::metadata(path) {
             if m.is_dir() {
@@ -370,7 +435,11 @@ impl Output {
                     path: path.to_owned(),
                     temp: None,
                     file: Some(file),
+                    overwrite,
                 });
+            }
+            if !overwrite {
+                return Err(RecordError::Exists { path: name }.into());
             }
         }
         let Some(base) = path.file_name() else {
@@ -393,6 +462,7 @@ impl Output {
                         path: path.to_owned(),
                         temp: Some(temp),
                         file: Some(file),
+                        overwrite,
                     });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
@@ -423,13 +493,36 @@ impl Output {
         if let Some(f) = self.file.take() {
             f.sync_all().with_context(|| format!("writing {name}"))?;
         }
-        if let Some(temp) = self.temp.take()
-            && let Err(e) = fs::rename(&temp, &self.path)
-        {
+        let Some(temp) = self.temp.take() else {
+            return Ok(());
+        };
+        let placed = if self.overwrite {
+            fs::rename(&temp, &self.path)
+        } else {
+            place_new(&temp, &self.path)
+        };
+        if let Err(e) = placed {
             let _ = fs::remove_file(&temp);
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                return Err(RecordError::Exists { path: name }.into());
+            }
             return Err(e).with_context(|| format!("writing {name}"));
         }
         Ok(())
+    }
+}
+
+/// Moves `temp` to `path` unless `path` exists (`AlreadyExists` then): a
+/// hard link fails rather than replace a file; where links are not
+/// supported, a check just before the rename.
+fn place_new(temp: &Path, path: &Path) -> std::io::Result<()> {
+    match fs::hard_link(temp, path) {
+        Ok(()) => fs::remove_file(temp),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) if fs::symlink_metadata(path).is_ok() => {
+            Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists))
+        }
+        Err(_) => fs::rename(temp, path),
     }
 }
 

@@ -1,5 +1,6 @@
-//! The recording format, version 1 (docs/recording-format.md): the line
-//! types and the columnar encoding of a snapshot.
+//! The recording format, version 2 (docs/recording-format.md): the line
+//! types and the columnar encoding of a snapshot. Version 1 files are read
+//! too (they differ in one key of the index record: see [`IndexRecord`]).
 //!
 //! Every line is one JSON object whose first key is `"type"`. A snapshot
 //! line stores its GPUs and processes as columns (an object of equally long
@@ -10,18 +11,28 @@
 
 use std::sync::Arc;
 
-use serde::ser::{SerializeMap, SerializeSeq};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
-use crate::model::{
-    Bar1, Event, GpuSample, GpuState, MemInfo, Millis, ProcKind, ProcSample, Snapshot, SystemInfo,
-};
+use crate::model::{Event, Millis, ProcSample, Snapshot, SystemInfo};
+
+mod columns;
+
+pub use columns::cpu_precision;
 
 /// The value of the header's `format` key.
 pub const FORMAT: &str = "vramwatch-recording";
-/// The format version this build writes and reads. Adding a field or a line
-/// type keeps the version; anything an older reader would misread bumps it.
-pub const VERSION: u32 = 1;
+/// The format version this build writes. Adding a field or a line type
+/// keeps the version; anything an older reader would misread bumps it.
+///
+/// Version 2 renamed the index record's `procs` to `processes`: a key has
+/// one shape in every line type (a snapshot's `procs` is an object of
+/// columns, the index's was a list of objects, which DuckDB cannot read as
+/// one column). A version 1 reader would take a version 2 index for one
+/// that lists no process lines and decode snapshots without their strings,
+/// hence the new version.
+pub const VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const OLDEST_VERSION: u32 = 1;
 
 /// Line 1 of every file (each rotated file has its own).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -200,8 +211,9 @@ pub struct IndexRecord {
     /// Per snapshot: its time minus the previous one's (the first is 0).
     pub dt: Vec<i64>,
     /// Process lines of the block, each with the position of the snapshot
-    /// it precedes.
-    #[serde(default)]
+    /// it precedes. `processes` in the file (version 1 wrote `procs`, which
+    /// is read too).
+    #[serde(default, rename = "processes", alias = "procs")]
     pub procs: Vec<IndexedProcess>,
     /// Event lines of the block with the position of their snapshot.
     #[serde(default)]
@@ -272,127 +284,8 @@ pub fn write_index(out: &mut Vec<u8>, r: &IndexRecord) {
 
 /// The snapshot line (events and process strings go in lines of their own).
 pub fn write_snapshot(out: &mut Vec<u8>, s: &Snapshot) {
-    let _ = serde_json::to_writer(&mut *out, &SnapshotOut(s));
+    let _ = serde_json::to_writer(&mut *out, &columns::SnapshotOut(s));
     out.push(b'\n');
-}
-
-// ---- columnar encoding ---------------------------------------------------
-
-/// Host CPU % is stored to 0.1 %: it comes from 10 ms scheduler ticks, so
-/// the digits a float carries beyond that are noise, and noise does not
-/// compress (it was half of a crowded node's file). Reading gives the
-/// rounded value back; rounding it again changes nothing.
-pub fn cpu_precision(pct: f32) -> f32 {
-    (pct * 10.0).round() / 10.0
-}
-
-/// One column: `f` of every row, as a JSON array.
-struct Col<'a, T, F>(&'a [T], F);
-
-impl<T, V: Serialize, F: Fn(&T) -> V> Serialize for Col<'_, T, F> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for row in self.0 {
-            seq.serialize_element(&(self.1)(row))?;
-        }
-        seq.end()
-    }
-}
-
-/// Writes a column that is always present.
-macro_rules! col {
-    ($map:ident, $rows:expr, $name:literal, $f:expr) => {
-        $map.serialize_entry($name, &Col($rows, $f))?;
-    };
-}
-
-/// Writes an optional column, leaving it out when every value is null.
-macro_rules! opt_col {
-    ($map:ident, $rows:expr, $name:literal, $f:expr) => {
-        if $rows.iter().any(|r| ($f)(r).is_some()) {
-            $map.serialize_entry($name, &Col($rows, $f))?;
-        }
-    };
-}
-
-struct SnapshotOut<'a>(&'a Snapshot);
-
-impl Serialize for SnapshotOut<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(5))?;
-        m.serialize_entry("type", "snapshot")?;
-        m.serialize_entry("seq", &self.0.seq)?;
-        m.serialize_entry("t_ms", &self.0.t_ms)?;
-        m.serialize_entry("gpus", &GpuCols(&self.0.gpus))?;
-        m.serialize_entry("procs", &ProcCols(&self.0.procs))?;
-        m.end()
-    }
-}
-
-struct GpuCols<'a>(&'a [GpuSample]);
-
-impl Serialize for GpuCols<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = self.0;
-        let mut m = s.serialize_map(None)?;
-        if !r.is_empty() {
-            col!(m, r, "index", |g: &GpuSample| g.index);
-            col!(m, r, "state", |g: &GpuSample| g.state);
-            opt_col!(m, r, "mem_used", |g: &GpuSample| g.mem.map(|x| x.used));
-            opt_col!(m, r, "mem_reserved", |g: &GpuSample| g
-                .mem
-                .map(|x| x.reserved));
-            opt_col!(m, r, "mem_free", |g: &GpuSample| g.mem.map(|x| x.free));
-            opt_col!(m, r, "mem_total", |g: &GpuSample| g.mem.map(|x| x.total));
-            opt_col!(m, r, "mem_peak", |g: &GpuSample| g.mem_peak);
-            col!(m, r, "mem_reads", |g: &GpuSample| g.mem_reads);
-            opt_col!(m, r, "bar1_used", |g: &GpuSample| g.bar1.map(|x| x.used));
-            opt_col!(m, r, "bar1_total", |g: &GpuSample| g.bar1.map(|x| x.total));
-            opt_col!(m, r, "util_gpu", |g: &GpuSample| g.util_gpu);
-            opt_col!(m, r, "util_mem", |g: &GpuSample| g.util_mem);
-            opt_col!(m, r, "temp_c", |g: &GpuSample| g.temp_c);
-            opt_col!(m, r, "power_mw", |g: &GpuSample| g.power_mw);
-            opt_col!(m, r, "power_limit_mw", |g: &GpuSample| g.power_limit_mw);
-            opt_col!(m, r, "sm_clock_mhz", |g: &GpuSample| g.sm_clock_mhz);
-            opt_col!(m, r, "mem_clock_mhz", |g: &GpuSample| g.mem_clock_mhz);
-            opt_col!(m, r, "fan_pct", |g: &GpuSample| g.fan_pct);
-            opt_col!(m, r, "pstate", |g: &GpuSample| g.pstate);
-            opt_col!(m, r, "pcie_rx_kbs", |g: &GpuSample| g.pcie_rx_kbs);
-            opt_col!(m, r, "pcie_tx_kbs", |g: &GpuSample| g.pcie_tx_kbs);
-            opt_col!(m, r, "energy_mj", |g: &GpuSample| g.energy_mj);
-            opt_col!(m, r, "ecc_volatile", |g: &GpuSample| g.ecc_volatile);
-            col!(m, r, "lag_ms", |g: &GpuSample| g.lag_ms);
-        }
-        m.end()
-    }
-}
-
-struct ProcCols<'a>(&'a [ProcSample]);
-
-impl Serialize for ProcCols<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = self.0;
-        let mut m = s.serialize_map(None)?;
-        if !r.is_empty() {
-            col!(m, r, "gpu", |p: &ProcSample| p.gpu);
-            col!(m, r, "pid", |p: &ProcSample| p.pid);
-            col!(m, r, "start_time", |p: &ProcSample| p.start_time);
-            col!(m, r, "kind", |p: &ProcSample| p.kind);
-            opt_col!(m, r, "mem", |p: &ProcSample| p.mem);
-            opt_col!(m, r, "mem_peak", |p: &ProcSample| p.mem_peak);
-            opt_col!(m, r, "sm_util", |p: &ProcSample| p.sm_util);
-            opt_col!(m, r, "mem_util", |p: &ProcSample| p.mem_util);
-            opt_col!(m, r, "enc_util", |p: &ProcSample| p.enc_util);
-            opt_col!(m, r, "dec_util", |p: &ProcSample| p.dec_util);
-            opt_col!(m, r, "cpu_pct", |p: &ProcSample| p
-                .cpu_pct
-                .map(cpu_precision));
-            opt_col!(m, r, "rss", |p: &ProcSample| p.rss);
-            // PyTorch allocator figures, as the process published them.
-            opt_col!(m, r, "torch", |p: &ProcSample| p.torch.clone());
-        }
-        m.end()
-    }
 }
 
 // ---- decoding ------------------------------------------------------------
@@ -402,60 +295,6 @@ impl Serialize for ProcCols<'_> {
 struct LineHead {
     #[serde(rename = "type")]
     ty: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct SnapshotIn {
-    seq: u64,
-    t_ms: Millis,
-    // Always written (`{}` when empty): a line without them is damaged.
-    gpus: GpuColsIn,
-    procs: ProcColsIn,
-}
-
-#[derive(Default, Deserialize)]
-struct GpuColsIn {
-    index: Option<Vec<u32>>,
-    state: Option<Vec<GpuState>>,
-    mem_used: Option<Vec<Option<u64>>>,
-    mem_reserved: Option<Vec<Option<u64>>>,
-    mem_free: Option<Vec<Option<u64>>>,
-    mem_total: Option<Vec<Option<u64>>>,
-    mem_peak: Option<Vec<Option<u64>>>,
-    mem_reads: Option<Vec<u32>>,
-    bar1_used: Option<Vec<Option<u64>>>,
-    bar1_total: Option<Vec<Option<u64>>>,
-    util_gpu: Option<Vec<Option<u32>>>,
-    util_mem: Option<Vec<Option<u32>>>,
-    temp_c: Option<Vec<Option<u32>>>,
-    power_mw: Option<Vec<Option<u32>>>,
-    power_limit_mw: Option<Vec<Option<u32>>>,
-    sm_clock_mhz: Option<Vec<Option<u32>>>,
-    mem_clock_mhz: Option<Vec<Option<u32>>>,
-    fan_pct: Option<Vec<Option<u32>>>,
-    pstate: Option<Vec<Option<u32>>>,
-    pcie_rx_kbs: Option<Vec<Option<u32>>>,
-    pcie_tx_kbs: Option<Vec<Option<u32>>>,
-    energy_mj: Option<Vec<Option<u64>>>,
-    ecc_volatile: Option<Vec<Option<u64>>>,
-    lag_ms: Option<Vec<u32>>,
-}
-
-#[derive(Default, Deserialize)]
-struct ProcColsIn {
-    gpu: Option<Vec<u32>>,
-    pid: Option<Vec<u32>>,
-    start_time: Option<Vec<u64>>,
-    kind: Option<Vec<ProcKind>>,
-    mem: Option<Vec<Option<u64>>>,
-    mem_peak: Option<Vec<Option<u64>>>,
-    sm_util: Option<Vec<Option<u32>>>,
-    mem_util: Option<Vec<Option<u32>>>,
-    enc_util: Option<Vec<Option<u32>>>,
-    dec_util: Option<Vec<Option<u32>>>,
-    cpu_pct: Option<Vec<Option<f32>>>,
-    rss: Option<Vec<Option<u64>>>,
-    torch: Option<Vec<Option<crate::model::alloc::AllocStats>>>,
 }
 
 /// Why a line could not be decoded (the reader adds file and line).
@@ -503,148 +342,13 @@ impl From<serde_json::Error> for LineError {
     }
 }
 
-/// Checks a column's length; a missing column is `n` defaults.
-fn column<T: Default + Clone>(
-    c: Option<Vec<T>>,
-    n: usize,
-    table: &'static str,
-    column: &'static str,
-    key: &'static str,
-) -> Result<std::vec::IntoIter<T>, LineError> {
-    match c {
-        None => Ok(vec![T::default(); n].into_iter()),
-        Some(v) if v.len() == n => Ok(v.into_iter()),
-        Some(v) => Err(LineError::Column {
-            table,
-            column,
-            key,
-            got: v.len(),
-            want: n,
-        }),
-    }
-}
-
 /// Decodes a snapshot line; `lookup` gives the strings of a process by
 /// `(gpu, pid, start_time)` (from the process lines before it).
 pub fn read_snapshot<'a>(
     text: &[u8],
     lookup: impl Fn(ProcId) -> Option<&'a ProcessInfo>,
 ) -> Result<Snapshot, LineError> {
-    let s: SnapshotIn = serde_json::from_slice(text)?;
-    Ok(Snapshot {
-        seq: s.seq,
-        t_ms: s.t_ms,
-        gpus: gpus_from(s.gpus)?,
-        procs: procs_from(s.procs, lookup)?,
-        events: Vec::new(),
-    })
-}
-
-macro_rules! columns {
-    ($cols:ident, $n:expr, $table:literal, $key:literal; $($name:ident),*) => {
-        $(let mut $name = column($cols.$name, $n, $table, stringify!($name), $key)?;)*
-    };
-}
-
-fn gpus_from(c: GpuColsIn) -> Result<Vec<GpuSample>, LineError> {
-    let index = c.index.unwrap_or_default();
-    let n = index.len();
-    columns!(c, n, "gpus", "index"; state, mem_used, mem_reserved, mem_free, mem_total,
-        mem_peak, mem_reads, bar1_used, bar1_total, util_gpu, util_mem, temp_c, power_mw,
-        power_limit_mw, sm_clock_mhz, mem_clock_mhz, fan_pct, pstate, pcie_rx_kbs,
-        pcie_tx_kbs, energy_mj, ecc_volatile, lag_ms);
-    let mut out = Vec::with_capacity(n);
-    for index in index {
-        // `column` made every iterator exactly `n` long.
-        let mut next = || {
-            (
-                mem_used.next().flatten(),
-                mem_reserved.next().flatten(),
-                mem_free.next().flatten(),
-                mem_total.next().flatten(),
-            )
-        };
-        let mem = match next() {
-            (Some(used), Some(reserved), Some(free), Some(total)) => Some(MemInfo {
-                used,
-                reserved,
-                free,
-                total,
-            }),
-            _ => None,
-        };
-        let bar1 = match (bar1_used.next().flatten(), bar1_total.next().flatten()) {
-            (Some(used), Some(total)) => Some(Bar1 { used, total }),
-            _ => None,
-        };
-        out.push(GpuSample {
-            index,
-            state: state.next().unwrap_or_default(),
-            mem,
-            mem_peak: mem_peak.next().flatten(),
-            mem_reads: mem_reads.next().unwrap_or_default(),
-            bar1,
-            util_gpu: util_gpu.next().flatten(),
-            util_mem: util_mem.next().flatten(),
-            temp_c: temp_c.next().flatten(),
-            power_mw: power_mw.next().flatten(),
-            power_limit_mw: power_limit_mw.next().flatten(),
-            sm_clock_mhz: sm_clock_mhz.next().flatten(),
-            mem_clock_mhz: mem_clock_mhz.next().flatten(),
-            fan_pct: fan_pct.next().flatten(),
-            pstate: pstate.next().flatten(),
-            pcie_rx_kbs: pcie_rx_kbs.next().flatten(),
-            pcie_tx_kbs: pcie_tx_kbs.next().flatten(),
-            energy_mj: energy_mj.next().flatten(),
-            ecc_volatile: ecc_volatile.next().flatten(),
-            lag_ms: lag_ms.next().unwrap_or_default(),
-        });
-    }
-    Ok(out)
-}
-
-fn procs_from<'a>(
-    c: ProcColsIn,
-    lookup: impl Fn(ProcId) -> Option<&'a ProcessInfo>,
-) -> Result<Vec<ProcSample>, LineError> {
-    let pid = c.pid.unwrap_or_default();
-    let n = pid.len();
-    columns!(c, n, "procs", "pid"; gpu, start_time, kind, mem, mem_peak, sm_util, mem_util,
-        enc_util, dec_util, cpu_pct, rss, torch);
-    let mut out = Vec::with_capacity(n);
-    for pid in pid {
-        let mut p = ProcSample {
-            pid,
-            start_time: start_time.next().unwrap_or_default(),
-            gpu: gpu.next().unwrap_or_default(),
-            kind: kind.next().unwrap_or_default(),
-            mem: mem.next().flatten(),
-            mem_peak: mem_peak.next().flatten(),
-            sm_util: sm_util.next().flatten(),
-            mem_util: mem_util.next().flatten(),
-            enc_util: enc_util.next().flatten(),
-            dec_util: dec_util.next().flatten(),
-            cpu_pct: cpu_pct.next().flatten(),
-            rss: rss.next().flatten(),
-            torch: torch.next().flatten().map(|mut t| {
-                for v in [
-                    &mut t.writer,
-                    &mut t.torch_version,
-                    &mut t.alloc_conf,
-                    &mut t.cuda_visible_devices,
-                ] {
-                    clean_opt(v);
-                }
-                Arc::new(t)
-            }),
-            ..Default::default()
-        };
-        if let Some(info) = lookup((p.gpu, p.pid, p.start_time)) {
-            info.fill(&mut p);
-        }
-        out.push(p);
-    }
-    Ok(out)
+    columns::decode(text, lookup)
 }
 
 /// Reads a process line.
@@ -745,158 +449,4 @@ pub enum LineType {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::source::sim::SimWorld;
-    use std::collections::HashMap;
-
-    const T0: u64 = 1_764_000_000_000;
-
-    fn roundtrip(s: &Snapshot) -> Snapshot {
-        let mut dict = HashMap::new();
-        for p in &s.procs {
-            let info = ProcessInfo::of(p);
-            let mut text = Vec::new();
-            write_process(&mut text, &info);
-            let back = read_process(&text).unwrap();
-            assert_eq!(back, info);
-            dict.insert(info.id(), back);
-        }
-        let mut text = Vec::new();
-        write_snapshot(&mut text, s);
-        assert_eq!(text.iter().filter(|&&b| b == b'\n').count(), 1);
-        read_snapshot(text.trim_ascii_end(), |id| dict.get(&id)).unwrap()
-    }
-
-    #[test]
-    fn a_snapshot_survives_the_columns() {
-        let w = SimWorld::new("demo", 3, T0).unwrap();
-        let mut s = w.snapshot(9, T0 + 50_000, "me");
-        s.gpus[1].state = GpuState::Lost;
-        s.gpus[1].mem = None;
-        s.gpus[2].bar1 = None;
-        s.procs[0].cpu_pct = Some(12.3);
-        s.procs[1].user = None;
-        s.procs[1].ns_pid = Some(7);
-        for p in &mut s.procs {
-            p.cpu_pct = p.cpu_pct.map(cpu_precision);
-        }
-        assert_eq!(roundtrip(&s), s);
-        let empty = Snapshot {
-            seq: 1,
-            t_ms: T0,
-            ..Default::default()
-        };
-        assert_eq!(roundtrip(&empty), empty);
-    }
-
-    #[test]
-    fn cpu_is_kept_to_a_tenth_and_rounding_is_stable() {
-        for v in [0.0f32, 0.04, 0.05, 12.345_678, 99.95, 3199.99, 57.0] {
-            let r = cpu_precision(v);
-            assert!((r - v).abs() <= 0.05 + 1e-4, "{v} -> {r}");
-            assert_eq!(cpu_precision(r), r);
-            assert!(serde_json::to_string(&r).unwrap().len() <= 6, "{r}");
-        }
-    }
-
-    #[test]
-    fn all_null_columns_are_left_out() {
-        let w = SimWorld::new("training", 1, T0).unwrap();
-        let s = w.snapshot(0, T0 + 30_000, "me");
-        let mut text = Vec::new();
-        write_snapshot(&mut text, &s);
-        let v: serde_json::Value = serde_json::from_slice(&text).unwrap();
-        // The H200 has no fan.
-        assert!(v["gpus"].get("fan_pct").is_none());
-        assert!(v["gpus"].get("mem_used").is_some());
-        assert_eq!(v["type"], "snapshot");
-        assert!(text.starts_with(br#"{"type":"snapshot","seq":0,"t_ms":"#));
-    }
-
-    #[test]
-    fn a_short_column_is_an_error_naming_it() {
-        let text =
-            br#"{"type":"snapshot","seq":1,"t_ms":5,"gpus":{"index":[0,1],"temp_c":[40]},"procs":{}}"#;
-        let e = read_snapshot(text, |_| None).unwrap_err().to_string();
-        assert!(e.contains("gpus.temp_c") && e.contains("1 values"), "{e}");
-    }
-
-    #[test]
-    fn unknown_keys_are_ignored() {
-        let text = br#"{"type":"snapshot","seq":1,"t_ms":5,"future":{"x":1},"gpus":{"index":[0],"temp_c":[40],"new_sensor":[3]},"procs":{}}"#;
-        let s = read_snapshot(text, |_| None).unwrap();
-        assert_eq!(s.gpus[0].temp_c, Some(40));
-    }
-
-    /// A field added to the model must be added to the format too: this
-    /// lists every key serde writes for a sample and checks the recorder
-    /// knows it.
-    #[test]
-    fn every_model_field_is_recorded() {
-        let g = serde_json::to_value(GpuSample::default()).unwrap();
-        let known_gpu = [
-            "index",
-            "state",
-            "mem",
-            "mem_peak",
-            "mem_reads",
-            "bar1",
-            "util_gpu",
-            "util_mem",
-            "temp_c",
-            "power_mw",
-            "power_limit_mw",
-            "sm_clock_mhz",
-            "mem_clock_mhz",
-            "fan_pct",
-            "pstate",
-            "pcie_rx_kbs",
-            "pcie_tx_kbs",
-            "energy_mj",
-            "ecc_volatile",
-            "lag_ms",
-        ];
-        let keys: Vec<&str> = g.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-        assert_eq!(keys, known_gpu);
-        let p = serde_json::to_value(ProcSample::default()).unwrap();
-        let known_proc = [
-            "pid",
-            "start_time",
-            "gpu",
-            "kind",
-            "mem",
-            "mem_peak",
-            "sm_util",
-            "mem_util",
-            "enc_util",
-            "dec_util",
-            "user",
-            "name",
-            "command",
-            "container",
-            "ns_pid",
-            "cpu_pct",
-            "rss",
-        ];
-        let keys: Vec<&str> = p.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-        assert_eq!(keys, known_proc);
-        let s = serde_json::to_value(Snapshot::default()).unwrap();
-        let keys: Vec<&str> = s.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-        assert_eq!(keys, ["seq", "t_ms", "gpus", "procs"]);
-    }
-
-    #[test]
-    fn line_types_are_recognised() {
-        assert_eq!(
-            line_type(br#"{"type":"snapshot","seq":1}"#).unwrap(),
-            LineType::Snapshot
-        );
-        assert_eq!(
-            line_type(br#"{ "seq": 1, "type": "event" }"#).unwrap(),
-            LineType::Event
-        );
-        assert_eq!(line_type(br#"{"type":"gizmo"}"#).unwrap(), LineType::Other);
-        assert!(line_type(b"{\"type\":\"snap").is_err());
-    }
-}
+mod tests;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use format::{FORMAT, Header, VERSION};
+pub use format::{FORMAT, Header, OLDEST_VERSION, VERSION};
 pub use reader::{
     Damage, MAX_BAD_RUN, MAX_LINE, ReadStats, Reader, RecordedEvent, Recording, when,
 };
@@ -34,7 +34,7 @@ pub enum RecordError {
     #[error("{path} is not a vramwatch recording: {why}")]
     NotARecording { path: String, why: String },
     #[error(
-        "{path} is recording format version {found} (written by vramwatch {writer}); this vramwatch {ours} reads version {VERSION} only: {advice}"
+        "{path} is recording format version {found} (written by vramwatch {writer}); this vramwatch {ours} reads versions {OLDEST_VERSION} to {VERSION}: {advice}"
     )]
     Version {
         path: String,

@@ -260,8 +260,15 @@ pub struct Writer {
 
 impl Writer {
     /// Creates the file and writes its header. Refuses an existing file
-    /// unless `opts.overwrite`.
-    pub fn create(path: &Path, header: Header, opts: WriterOptions) -> Result<Writer, RecordError> {
+    /// unless `opts.overwrite`. The header says the format this writer
+    /// writes, whatever `header` said (one read from an older file).
+    pub fn create(
+        path: &Path,
+        mut header: Header,
+        opts: WriterOptions,
+    ) -> Result<Writer, RecordError> {
+        header.format = format::FORMAT.into();
+        header.version = format::VERSION;
         let mut w = Writer {
             path: path.to_owned(),
             compress: is_zstd_path(path),

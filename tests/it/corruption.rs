@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use vramwatch::model::{Event, EventKind, Snapshot};
 use vramwatch::record::format::{IndexRecord, cpu_precision};
 use vramwatch::record::{
-    GUARD_FLOOR, Header, MAX_LINE, MAX_RATIO, Reader, RecordError, Recording, WriteOutcome, Writer,
-    WriterOptions,
+    GUARD_FLOOR, Header, MAX_LINE, MAX_RATIO, Reader, RecordError, Recording, VERSION,
+    WriteOutcome, Writer, WriterOptions,
 };
 use vramwatch::sampler::diff_events;
 use vramwatch::source::sim::SimWorld;
@@ -541,6 +541,14 @@ fn an_edited_index_is_caught_and_every_snapshot_still_read() {
     let f = fixture(12, 3);
     let last = f.blocks.len() - 1;
     let times: Vec<u64> = f.snaps.iter().map(|s| s.t_ms).collect();
+    // The first record lists process lines (under `processes`), so the
+    // edit of their strings below changes something.
+    edit_plain_index(&f.plain, 0, |v| {
+        assert!(
+            v["processes"].as_array().is_some_and(|a| !a.is_empty()),
+            "{v}"
+        );
+    });
     type Edit = Box<dyn Fn(&mut serde_json::Value)>;
     let edits: Vec<(&str, Edit)> = vec![
         // One digit of t0: 46 days.
@@ -581,7 +589,8 @@ fn an_edited_index_is_caught_and_every_snapshot_still_read() {
         (
             "process strings",
             Box::new(|v| {
-                if let Some(p) = v["procs"].as_array_mut().and_then(|a| a.first_mut()) {
+                let p = v["processes"].as_array_mut().and_then(|a| a.first_mut());
+                if let Some(p) = p {
                     p["command"] = "rm -rf /".into();
                 }
             }),
@@ -674,7 +683,7 @@ fn zst_file(head: &[u8], rest: &[u8]) -> Vec<u8> {
 fn header_line() -> Vec<u8> {
     let (h, _) = small_snapshots(1);
     let mut line = serde_json::to_vec(&serde_json::json!({
-        "type": "header", "format": "vramwatch-recording", "version": 1,
+        "type": "header", "format": "vramwatch-recording", "version": VERSION,
         "vramwatch_version": "0.1.0", "host": h.host, "start_ms": T0,
         "interval_ms": 1000, "part": 0, "system": h.system,
     }))
@@ -785,26 +794,28 @@ fn crafted_headers_fifos_and_devices_say_what_they_are() {
     let f = fixture(4, 3);
     let rest = &f.plain[f.lines[0].range.end..];
     let head = std::str::from_utf8(&f.plain[..f.lines[0].range.end]).unwrap();
+    let ours = format!("\"version\":{VERSION},");
+    assert!(head.contains(&ours), "{head}");
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         (
             "str.jsonl",
-            head.replace("\"version\":1,", "\"version\":\"1\",").into(),
+            head.replace(&ours, "\"version\":\"1\",").into(),
             "the string \"1\"",
         ),
         (
             "neg.jsonl",
-            head.replace("\"version\":1,", "\"version\":-1,").into(),
+            head.replace(&ours, "\"version\":-1,").into(),
             "is -1",
         ),
         (
             "big.jsonl",
-            head.replace("\"version\":1,", "\"version\":18446744073709551616,")
+            head.replace(&ours, "\"version\":18446744073709551616,")
                 .into(),
             "18446744073709551616, which is not a format version",
         ),
         (
             "none.jsonl",
-            head.replace("\"version\":1,", "").into(),
+            head.replace(&ours, "").into(),
             "has no \"version\"",
         ),
         ("zeros.jsonl", vec![0u8; 4096], "only zero bytes"),

@@ -19,6 +19,7 @@ mod cli;
 mod config_cli;
 mod corpus;
 mod corruption;
+mod data_tools;
 mod fleet;
 mod gpu_compare;
 mod grafana;

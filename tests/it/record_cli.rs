@@ -386,10 +386,10 @@ fn report_warns_about_a_cut_off_last_line_and_refuses_other_files() {
         .success()
         .stdout(predicate::str::contains("5 snapshots"))
         .stderr(predicate::str::contains("t.jsonl:").and(predicate::str::contains("cut off")));
-    let v2 = d.path().join("v2.jsonl");
-    fs::write(&v2, "{\"type\":\"header\",\"format\":\"vramwatch-recording\",\"version\":2,\"vramwatch_version\":\"9.0.0\"}\n").unwrap();
-    vw().arg("report").arg(&v2).assert().code(2).stderr(
-        predicate::str::contains("format version 2").and(predicate::str::contains("upgrade")),
+    let v3 = d.path().join("v3.jsonl");
+    fs::write(&v3, "{\"type\":\"header\",\"format\":\"vramwatch-recording\",\"version\":3,\"vramwatch_version\":\"9.0.0\"}\n").unwrap();
+    vw().arg("report").arg(&v3).assert().code(2).stderr(
+        predicate::str::contains("format version 3").and(predicate::str::contains("upgrade")),
     );
 }
 

@@ -8,7 +8,7 @@ use super::frames::Gap;
 use crate::model::Millis;
 use crate::record::format::{self, Header, LineError, LineType};
 use crate::record::reader::text::{Lines, MAX_LINE, Step, stopped};
-use crate::record::{FORMAT, RecordError, VERSION};
+use crate::record::{FORMAT, OLDEST_VERSION, RecordError, VERSION};
 
 /// Why a line that ends where its zstd frame ends was skipped.
 pub(crate) const BROKEN: &str = "the line stops where its zstd frame ends, and the next frame starts a new line: its end was lost";
@@ -421,7 +421,7 @@ fn header(name: &str, text: &[u8]) -> Result<Header, RecordError> {
             )));
         }
     };
-    if found != VERSION as u64 {
+    if !(u64::from(OLDEST_VERSION)..=u64::from(VERSION)).contains(&found) {
         return Err(RecordError::Version {
             path: name.to_owned(),
             found,
@@ -432,7 +432,7 @@ fn header(name: &str, text: &[u8]) -> Result<Header, RecordError> {
                 40,
             ),
             ours: env!("CARGO_PKG_VERSION"),
-            advice: if found > VERSION as u64 {
+            advice: if found > u64::from(VERSION) {
                 "it is newer: upgrade vramwatch to read it"
             } else {
                 "it is older: read it with the vramwatch that wrote it"
@@ -476,7 +476,8 @@ mod tests {
         );
         assert!(why(&h("1.5")).contains("is 1.5"));
         assert!(why(&h("null")).contains("is null"));
-        assert!(why(&h("2")).contains("version 2"));
+        assert!(why(&h("3")).contains("version 3"));
+        assert!(why(&h("0")).contains("version 0"));
         let gz = header("h.jsonl", b"\x1f\x8b\x08\x00")
             .unwrap_err()
             .to_string();
