@@ -343,6 +343,23 @@ impl App {
         )
     }
 
+    /// Whether per-process GPU utilisation is on screen: the overview's
+    /// SM% column at the current width, or a process's drill-down. The
+    /// event loop passes it on to the sampler, which reads it every
+    /// interval only then (`sampler::ProcUtilWanted`).
+    pub fn shows_proc_util(&self) -> bool {
+        let (w, h) = self.nav.size;
+        if w < layout::MIN_WIDTH || h < layout::MIN_HEIGHT {
+            return false;
+        }
+        match self.screen() {
+            Screen::Process(_) => true,
+            Screen::Overview => layout::fit_columns(&self.settings.config.display.columns, w)
+                .contains(&crate::config::Column::Sm),
+            Screen::Gpu(_) | Screen::Help => false,
+        }
+    }
+
     pub fn is_mine(&self, s: &ProcSeries) -> bool {
         s.facts.user.as_deref() == Some(self.settings.me.as_str())
     }

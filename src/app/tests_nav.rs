@@ -275,3 +275,41 @@ fn the_short_forecast_rounds_as_the_long_one() {
     assert_eq!(e.describe(), "~3m20s (2m40s–4m00s)");
     assert_eq!(e.describe_short(), "~3m20s");
 }
+
+#[test]
+fn process_utilisation_is_on_screen_only_with_the_sm_column_or_a_drill_down() {
+    // With every column configured (the default), SM% is shown from 68
+    // columns on and dropped below.
+    let mut app = demo(10);
+    assert!(app.shows_proc_util(), "SM% at 120×40");
+    app.update(Event::Resize(68, 24));
+    assert!(app.shows_proc_util(), "SM% at 68 columns");
+    app.update(Event::Resize(66, 24));
+    assert!(!app.shows_proc_util(), "SM% dropped at 66 columns");
+    // A drill-down shows the process's SM% at any width.
+    let act = key(&mut app, KeyCode::Enter);
+    assert!(matches!(act, Some(Action::Inspect(_))), "{act:?}");
+    assert!(app.shows_proc_util(), "drill-down");
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.shows_proc_util());
+    // The GPU view, help and a terminal too small show none.
+    app.update(Event::Resize(120, 40));
+    assert!(app.shows_proc_util());
+    ch(&mut app, '?');
+    assert_eq!(app.screen(), Screen::Help);
+    assert!(!app.shows_proc_util(), "help");
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.screen(), Screen::Gpu(0));
+    assert!(!app.shows_proc_util(), "the GPU view");
+    key(&mut app, KeyCode::Esc);
+    assert!(app.shows_proc_util(), "back on the overview");
+    app.update(Event::Resize(40, 10));
+    assert!(!app.shows_proc_util(), "too small to draw");
+    // Left out of `[display] columns`: not shown at any width.
+    let mut config = Config::default();
+    config.display.columns.retain(|c| *c != Column::Sm);
+    let app = fixture::app_with(config, "demo", 1, 10, (200, 60));
+    assert!(!app.shows_proc_util());
+}

@@ -1,10 +1,17 @@
 //! `vramwatch bench-sampler` (hidden): what the sampler costs against the
-//! raw cost of the NVML calls it makes, measured in one run.
+//! raw cost of the NVML calls it makes, measured in one run, on the
+//! current schedule (the config's, with `--interval`).
 //!
-//! Phase 1 makes the same calls on the same schedule from one plain thread
-//! (no channels, no assembling, no host facts) and counts the process's CPU
-//! time. Phase 2 runs the real `Sampler` for as long and counts the same.
-//! The ratio is the sampler's overhead.
+//! Process utilisation, the most expensive call, is read every interval
+//! while it is on screen and every `proc_util_interval` otherwise
+//! (`sampler::ProcUtilWanted`), so both cadences are measured, one after
+//! the other: `hidden` (`record`, `serve`, the dashboard without its SM%
+//! column) and `shown` (the dashboard with SM% or a drill-down on screen).
+//! For each, phase 1 makes the same calls on the same schedule from one
+//! plain thread (no channels, no assembling, no host facts) and counts the
+//! process's CPU time; phase 2 runs the real `Sampler` for as long and
+//! counts the same. The ratio is the sampler's overhead. Both phases count
+//! the process-utilisation reads. A run takes four times `--seconds`.
 
 use std::time::{Duration, Instant};
 
@@ -12,7 +19,8 @@ use anyhow::{Context, Result};
 use nix::sys::resource::{UsageWho, getrusage};
 
 use crate::model::now_ms;
-use crate::sampler::{Sampler, Schedule};
+use crate::sampler::counting::CountingSource;
+use crate::sampler::{ProcUtilWanted, Sampler, Schedule, UtilCadence};
 use crate::source::Source;
 
 /// This process's resident memory (VmRSS), KiB.
@@ -38,20 +46,84 @@ pub fn cpu_seconds() -> f64 {
     }
 }
 
-/// The figures of one measurement.
+/// What one cadence of process utilisation costs, raw and in the sampler.
 #[derive(Debug, serde::Serialize)]
-pub struct Costs {
-    pub seconds: f64,
-    pub gpus: usize,
+pub struct ModeCosts {
+    /// `hidden` or `shown`.
+    pub mode: &'static str,
+    /// Who reads process utilisation on this cadence.
+    pub used_by: &'static str,
     pub raw_cpu_s: f64,
     pub sampler_cpu_s: f64,
     pub raw_pct_of_core: f64,
     pub sampler_pct_of_core: f64,
+    pub raw_pct_per_gpu: f64,
+    pub sampler_pct_per_gpu: f64,
+    /// Sampler CPU over raw CPU (goal: at most 1.25).
     pub ratio: f64,
+    /// Process-utilisation reads per minute and GPU.
+    pub raw_proc_util_reads_per_min_per_gpu: f64,
+    pub sampler_proc_util_reads_per_min_per_gpu: f64,
+    /// The sampler's process-utilisation reads of each GPU (the same
+    /// cadence on every GPU).
+    pub sampler_proc_util_reads_by_gpu: Vec<u64>,
     pub snapshots: u64,
     pub fast_reads_per_snapshot: f64,
+}
+
+/// The schedule measured.
+#[derive(Debug, serde::Serialize)]
+pub struct ScheduleFigures {
+    pub interval_ms: u64,
+    pub fast_ms: Option<u64>,
+    pub slow_ms: Option<u64>,
+    pub pcie_ms: Option<u64>,
+    /// Process utilisation while not on screen.
+    pub proc_util_ms: u64,
+    pub proc_util_every_rounds: u64,
+    pub burst: Option<(f64, u64)>,
+}
+
+impl ScheduleFigures {
+    fn of(s: &Schedule) -> ScheduleFigures {
+        let ms = |d: Duration| d.as_millis() as u64;
+        ScheduleFigures {
+            interval_ms: ms(s.interval),
+            fast_ms: s.fast.map(ms),
+            slow_ms: s.slow.map(ms),
+            pcie_ms: s.pcie.map(ms),
+            proc_util_ms: ms(s.proc_util),
+            proc_util_every_rounds: s.proc_util_every(),
+            burst: s.burst.map(|(l, d)| (l, ms(d))),
+        }
+    }
+}
+
+/// The figures of one measurement.
+#[derive(Debug, serde::Serialize)]
+pub struct Costs {
+    /// Of each phase (four phases in all).
+    pub seconds: f64,
+    pub gpus: usize,
+    pub source: String,
+    pub schedule: ScheduleFigures,
+    pub modes: Vec<ModeCosts>,
     pub rss_kib_end: u64,
 }
+
+/// The cadences measured: (mode, process utilisation on screen, who).
+const MODES: [(&str, bool, &str); 2] = [
+    (
+        "hidden",
+        false,
+        "record, serve, the dashboard without its SM% column",
+    ),
+    (
+        "shown",
+        true,
+        "the dashboard with its SM% column or a drill-down on screen",
+    ),
+];
 
 /// One lane's clock in the raw loop: due once its time has come, and then
 /// set to its next time after `now`, so a lane that fell behind skips rather
@@ -83,13 +155,14 @@ impl LaneClock {
     }
 }
 
-/// Phase 1: the calls alone, on the sampler's schedule, from one thread.
-fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
+/// Phase 1: the calls alone, on the sampler's schedule (process
+/// utilisation on the cadence `wanted` gives), from one thread.
+fn raw_calls(source: &dyn Source, schedule: Schedule, wanted: bool, run: Duration) -> f64 {
     let n = source.system().gpus.len();
     let mut main: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
     let mut slow: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
+    let mut util = vec![UtilCadence::new(schedule.proc_util_every()); n];
     let pcie_every = schedule.pcie_every();
-    let util_every = schedule.proc_util_every();
     let start = Instant::now();
     let cpu0 = cpu_seconds();
     let mut normal_clock = LaneClock::new(start, Some(schedule.interval));
@@ -102,8 +175,12 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
         let t = now_ms();
         let (normal_due, fast_due) = (normal_clock.due(now), fast_clock.due(now));
         if normal_due {
-            for p in &mut main {
-                let _ = p.normal(t, rounds.is_multiple_of(util_every));
+            for (p, u) in main.iter_mut().zip(&mut util) {
+                let with_util = u.due(rounds, wanted);
+                if with_util {
+                    u.sent(rounds);
+                }
+                let _ = p.normal(t, with_util);
             }
             rounds += 1;
         } else if fast_due && schedule.fast.is_some() {
@@ -124,10 +201,18 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, run: Duration) -> f64 {
     cpu_seconds() - cpu0
 }
 
-/// Phase 2: the real sampler, headless.
-async fn sampler(source: Box<dyn Source>, schedule: Schedule, run: Duration) -> (f64, u64, f64) {
+/// Phase 2: the real sampler, headless, with process utilisation on
+/// screen or not.
+async fn sampler(
+    source: Box<dyn Source>,
+    schedule: Schedule,
+    wanted: bool,
+    run: Duration,
+) -> (f64, u64, f64) {
     let cpu0 = cpu_seconds();
-    let (s, mut rx) = Sampler::spawn(source, schedule);
+    let flag = ProcUtilWanted::default();
+    flag.set(wanted);
+    let (s, mut rx) = Sampler::spawn_with(source, schedule, flag);
     let end = tokio::time::Instant::now() + run;
     let (mut snaps, mut reads) = (0u64, 0u64);
     loop {
@@ -149,37 +234,80 @@ async fn sampler(source: Box<dyn Source>, schedule: Schedule, run: Duration) -> 
     (cpu, snaps, per)
 }
 
+/// Measures both cadences: raw, then sampler, `seconds` each.
 pub fn run(
     open: &dyn Fn() -> Result<Box<dyn Source>>,
     schedule: Schedule,
     seconds: u64,
 ) -> Result<Costs> {
     let run = Duration::from_secs(seconds.max(1));
-    let raw_source = open()?;
-    let gpus = raw_source.system().gpus.len();
-    let raw = raw_calls(raw_source.as_ref(), schedule, run);
-    drop(raw_source);
+    let secs = run.as_secs_f64();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    let (cpu, snapshots, per) = rt.block_on(sampler(open()?, schedule, run));
-    let secs = run.as_secs_f64();
+    let system = open()?.system();
+    let gpus = system.gpus.len();
+    let per_gpu_min = |reads: u64| reads as f64 / gpus.max(1) as f64 / (secs / 60.0);
+    let pct = |cpu: f64| cpu / secs * 100.0;
+    let mut modes = Vec::new();
+    for (mode, wanted, used_by) in MODES {
+        let raw_source = CountingSource::new(open()?);
+        let raw_reads = raw_source.reads();
+        let raw = raw_calls(&raw_source, schedule, wanted, run);
+        drop(raw_source);
+        let source = CountingSource::new(open()?);
+        let reads = source.reads();
+        let (cpu, snapshots, per) = rt.block_on(sampler(Box::new(source), schedule, wanted, run));
+        modes.push(ModeCosts {
+            mode,
+            used_by,
+            raw_cpu_s: raw,
+            sampler_cpu_s: cpu,
+            raw_pct_of_core: pct(raw),
+            sampler_pct_of_core: pct(cpu),
+            raw_pct_per_gpu: pct(raw) / gpus.max(1) as f64,
+            sampler_pct_per_gpu: pct(cpu) / gpus.max(1) as f64,
+            ratio: if raw > 0.0 { cpu / raw } else { f64::NAN },
+            raw_proc_util_reads_per_min_per_gpu: per_gpu_min(raw_reads.total()),
+            sampler_proc_util_reads_per_min_per_gpu: per_gpu_min(reads.total()),
+            sampler_proc_util_reads_by_gpu: (0..gpus).map(|g| reads.of(g)).collect(),
+            snapshots,
+            fast_reads_per_snapshot: per,
+        });
+    }
     Ok(Costs {
         seconds: secs,
         gpus,
-        raw_cpu_s: raw,
-        sampler_cpu_s: cpu,
-        raw_pct_of_core: raw / secs * 100.0,
-        sampler_pct_of_core: cpu / secs * 100.0,
-        ratio: if raw > 0.0 { cpu / raw } else { f64::NAN },
-        snapshots,
-        fast_reads_per_snapshot: per,
+        source: system.source.clone(),
+        schedule: ScheduleFigures::of(&schedule),
+        modes,
         rss_kib_end: rss_kib(),
     })
 }
 
-/// `vramwatch bench-sampler`: prints the figures as JSON.
+/// One line per cadence, for a person reading the run.
+fn summary(c: &Costs) -> String {
+    c.modes
+        .iter()
+        .map(|m| {
+            format!(
+                "{} ({}): raw {:.3} %, sampler {:.3} % of a core ({:.2}x raw; {:.3} % per GPU), {:.1} process-utilisation reads/min/GPU",
+                m.mode,
+                m.used_by,
+                m.raw_pct_of_core,
+                m.sampler_pct_of_core,
+                m.ratio,
+                m.sampler_pct_per_gpu,
+                m.sampler_proc_util_reads_per_min_per_gpu,
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `vramwatch bench-sampler`: prints the figures as JSON (and a summary
+/// on standard error).
 pub fn run_cli(seconds: u64, calls: bool, source: &crate::cli::SourceArgs, me: &str) -> Result<()> {
     if calls {
         let rss0 = rss_kib();
@@ -201,12 +329,51 @@ pub fn run_cli(seconds: u64, calls: bool, source: &crate::cli::SourceArgs, me: &
     };
     let costs = run(&open, config.schedule(), seconds)?;
     println!("{}", serde_json::to_string_pretty(&costs)?);
+    eprintln!("{}", summary(&costs));
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_cadences_are_measured_and_shown_reads_every_round() {
+        let open =
+            || -> Result<Box<dyn Source>> { Ok(crate::source::open(Some("demo"), 1, "me", 0)?) };
+        let schedule = Schedule {
+            interval: Duration::from_millis(100),
+            // Every fifth round while not on screen.
+            proc_util: Duration::from_millis(500),
+            ..Default::default()
+        };
+        let c = run(&open, schedule, 1).unwrap();
+        assert_eq!(c.gpus, 4);
+        assert_eq!(c.schedule.proc_util_every_rounds, 5);
+        let modes: Vec<_> = c.modes.iter().map(|m| m.mode).collect();
+        assert_eq!(modes, ["hidden", "shown"]);
+        let (hidden, shown) = (&c.modes[0], &c.modes[1]);
+        for (what, h, s) in [
+            (
+                "raw",
+                hidden.raw_proc_util_reads_per_min_per_gpu,
+                shown.raw_proc_util_reads_per_min_per_gpu,
+            ),
+            (
+                "sampler",
+                hidden.sampler_proc_util_reads_per_min_per_gpu,
+                shown.sampler_proc_util_reads_per_min_per_gpu,
+            ),
+        ] {
+            // About 120 and 600 a minute; a loaded machine skips rounds.
+            assert!(
+                h > 0.0 && s >= 3.0 * h,
+                "{what}: hidden {h}/min, shown {s}/min"
+            );
+        }
+        assert!(shown.snapshots > 0 && hidden.ratio.is_finite());
+        assert!(summary(&c).contains("hidden (record, serve"));
+    }
 
     #[test]
     fn a_lane_clock_always_moves_past_now() {

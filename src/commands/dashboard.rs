@@ -232,6 +232,10 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
     let mut notes = hooks.notes.take();
     let mut dirty = true;
     'run: loop {
+        if let Some(hub) = &hooks.hub {
+            // Process utilisation is read every interval only while shown.
+            hub.proc_util_wanted.set(app.shows_proc_util());
+        }
         if dirty {
             tui.terminal
                 .draw(|f| crate::ui::draw(f, &app))

@@ -104,7 +104,7 @@ impl Default for Sampling {
             fast_interval: Some(Duration::from_millis(100)),
             slow_interval: Some(Duration::from_secs(5)),
             pcie_interval: Some(Duration::from_secs(30)),
-            proc_util_interval: Duration::from_secs(1),
+            proc_util_interval: Duration::from_secs(5),
             history: Duration::from_secs(3600),
             exited_keep: Duration::from_secs(300),
         }
@@ -468,5 +468,16 @@ mod serve_tests {
                 .to_string();
             assert!(e.contains("[serve]") && e.contains(want), "{text}: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod schedule_tests {
+    #[test]
+    fn the_default_config_samples_on_the_sampler_s_default_schedule() {
+        assert_eq!(
+            super::Config::default().schedule(),
+            crate::sampler::Schedule::default()
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! live sampler, `vramwatch snapshot` ([`sample_once`]) and the simulator's
 //! whole-node snapshots share it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::thread;
 use std::time::Duration;
 
@@ -20,7 +20,12 @@ struct GpuSlot {
     /// Memory from the newest read of any lane.
     fast: Option<FastReading>,
     slow: Option<SlowReading>,
+    /// The last process utilisation read (kept, and shown as it is, until
+    /// the next: it is read less often than memory).
     util: HashMap<u32, ProcUtil>,
+    /// The processes listed when it was read: one of them without a sample
+    /// was idle; one listed since is not known yet.
+    util_listed: HashSet<u32>,
     util_supported: bool,
     lost: Option<String>,
     fresh: bool,
@@ -86,10 +91,12 @@ impl Assembler {
                     ProcUtilRead::NotAsked => {}
                     ProcUtilRead::Unsupported => {
                         slot.util.clear();
+                        slot.util_listed.clear();
                         slot.util_supported = false;
                     }
                     ProcUtilRead::Samples(v) => {
                         slot.util = v.into_iter().map(|u| (u.pid, u)).collect();
+                        slot.util_listed = n.fast.procs.iter().map(|p| p.pid).collect();
                         slot.util_supported = true;
                     }
                 }
@@ -176,7 +183,8 @@ impl Assembler {
                     g.mem_reads = slot.peaks.reads;
                     for p in &f.procs {
                         let util = slot.util.get(&p.pid);
-                        let idle = slot.util_supported.then_some(0);
+                        let idle =
+                            (slot.util_supported && slot.util_listed.contains(&p.pid)).then_some(0);
                         procs.push(ProcSample {
                             pid: p.pid,
                             gpu: index,
@@ -433,10 +441,56 @@ mod tests {
             Some(0),
             "listed without a sample = idle"
         );
-        a.fold_normal(0, Ok(normal(GIB, &[(1, GIB)], ProcUtilRead::NotAsked)));
-        assert_eq!(a.publish(1, 1).procs[0].sm_util, Some(80));
+        a.fold_normal(
+            0,
+            Ok(normal(GIB, &[(1, GIB), (2, GIB)], ProcUtilRead::NotAsked)),
+        );
+        let s = a.publish(1, 1);
+        assert_eq!(s.procs[0].sm_util, Some(80), "kept until the next read");
+        assert_eq!(s.procs[1].sm_util, Some(0));
         a.fold_normal(0, Ok(normal(GIB, &[(1, GIB)], ProcUtilRead::Unsupported)));
         assert_eq!(a.publish(2, 2).procs[0].sm_util, None, "unsupported = N/A");
+    }
+
+    #[test]
+    fn a_process_started_since_the_last_utilisation_read_is_not_called_idle() {
+        let mut a = Assembler::new(1);
+        let u = |pid, sm| ProcUtil {
+            pid,
+            sm: Some(sm),
+            mem: Some(0),
+            enc: Some(0),
+            dec: Some(0),
+        };
+        a.fold_normal(
+            0,
+            Ok(normal(
+                GIB,
+                &[(1, GIB)],
+                ProcUtilRead::Samples(vec![u(1, 40)]),
+            )),
+        );
+        a.publish(0, 0);
+        // PID 2 appears between two reads: unknown, not 0 %.
+        a.fold_normal(
+            0,
+            Ok(normal(GIB, &[(1, GIB), (2, GIB)], ProcUtilRead::NotAsked)),
+        );
+        let s = a.publish(1, 1);
+        assert_eq!(s.procs[0].sm_util, Some(40));
+        assert_eq!(s.procs[1].sm_util, None);
+        // The next read knows it.
+        a.fold_normal(
+            0,
+            Ok(normal(
+                GIB,
+                &[(1, GIB), (2, GIB)],
+                ProcUtilRead::Samples(vec![u(2, 70)]),
+            )),
+        );
+        let s = a.publish(2, 2);
+        assert_eq!(s.procs[0].sm_util, Some(0), "listed, no sample: idle");
+        assert_eq!(s.procs[1].sm_util, Some(70));
     }
 
     #[test]

@@ -8,9 +8,12 @@
 //! goes through the host-facts thread and then out, **in order**: every
 //! snapshot leaves with a `seq` greater than the one before, and
 //! [`events::diff_events`] always compares a snapshot with the one just
-//! before it.
+//! before it. Process utilisation, the most expensive call, is read every
+//! interval only while it is on screen ([`ProcUtilWanted`]), else every
+//! `proc_util` ([`schedule::UtilCadence`]).
 
 pub(crate) mod assemble;
+pub(crate) mod counting;
 pub(crate) mod events;
 pub(crate) mod schedule;
 mod workers;
@@ -24,7 +27,8 @@ use tokio::sync::{mpsc, watch};
 
 pub use assemble::{Assembler, Peaks, sample_once};
 pub use events::{OOM_NEAR_FULL_PCT, diff_events};
-pub use schedule::{Schedule, wants_burst};
+pub(crate) use schedule::UtilCadence;
+pub use schedule::{ProcUtilWanted, Schedule, wants_burst};
 
 use crate::model::{Millis, Snapshot, SystemInfo, now_ms};
 use crate::source::Source;
@@ -36,6 +40,9 @@ use workers::{Reply, Request, Worker, spawn_host, spawn_worker};
 pub struct Sampler {
     pub system: Arc<SystemInfo>,
     pub schedule: Schedule,
+    /// Set it while process utilisation is on screen: it is then read every
+    /// interval rather than every `schedule.proc_util`.
+    pub proc_util_wanted: ProcUtilWanted,
     _stop: watch::Sender<bool>,
 }
 
@@ -43,9 +50,22 @@ impl Sampler {
     /// Starts sampling `source` on `schedule`; must be called inside a tokio
     /// runtime. Every snapshot comes out on the returned stream, in order
     /// and none twice; the stream ends after the sampler is dropped.
+    /// Process utilisation is read on the slow cadence until
+    /// [`Sampler::proc_util_wanted`] is set.
     pub fn spawn(
         source: Box<dyn Source>,
         schedule: Schedule,
+    ) -> (Sampler, mpsc::UnboundedReceiver<Arc<Snapshot>>) {
+        Sampler::spawn_with(source, schedule, ProcUtilWanted::default())
+    }
+
+    /// As [`Sampler::spawn`], with the flag that says whether process
+    /// utilisation is on screen given by whoever shows it (a clone of it is
+    /// kept as [`Sampler::proc_util_wanted`]).
+    pub fn spawn_with(
+        source: Box<dyn Source>,
+        schedule: Schedule,
+        proc_util_wanted: ProcUtilWanted,
     ) -> (Sampler, mpsc::UnboundedReceiver<Arc<Snapshot>>) {
         let system = source.system();
         let (out, stream) = mpsc::unbounded_channel();
@@ -83,6 +103,8 @@ impl Sampler {
         let host = HostStage::new(spawn_host(source.host_facts(), reply_tx));
         let run = Run {
             schedule,
+            util: vec![UtilCadence::new(schedule.proc_util_every()); n],
+            wanted: proc_util_wanted.clone(),
             main,
             slow,
             host,
@@ -96,6 +118,7 @@ impl Sampler {
             Sampler {
                 system,
                 schedule,
+                proc_util_wanted,
                 _stop: stop_tx,
             },
             stream,
@@ -233,6 +256,10 @@ impl Publisher {
 
 struct Run {
     schedule: Schedule,
+    /// Per GPU: when its process utilisation is next read.
+    util: Vec<UtilCadence>,
+    /// Whether process utilisation is on screen.
+    wanted: ProcUtilWanted,
     main: Vec<Worker>,
     slow: Vec<Worker>,
     host: HostStage,
@@ -262,7 +289,6 @@ impl Run {
         let slow_period = self.schedule.slow.unwrap_or(Duration::from_secs(3600));
         let mut slow = interval(slow_period);
         slow.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        let util_every = self.schedule.proc_util_every();
         let pcie_every = self.schedule.pcie_every();
         let mut rounds = 0u64;
         let mut slow_rounds = 0u64;
@@ -309,16 +335,8 @@ impl Run {
                         open = self.close_round(r);
                     }
                     let t = now_ms();
-                    let with_util = rounds.is_multiple_of(util_every);
+                    let waiting = self.start_round(t, rounds);
                     rounds += 1;
-                    let mut waiting = HashSet::new();
-                    for (i, w) in self.main.iter_mut().enumerate() {
-                        // A GPU still busy with an older normal read is
-                        // shown stale.
-                        if w.offer(Request::Normal(t, with_util), 1) {
-                            waiting.insert(i);
-                        }
-                    }
                     let r = Round { t_ms: t, waiting, deadline: tokio::time::Instant::now() + grace };
                     if r.waiting.is_empty() {
                         open && self.close_round(r)
@@ -348,6 +366,24 @@ impl Run {
         // Stopped: what was assembled still goes out, in order.
         let rest = self.host.drain();
         self.send(rest);
+    }
+
+    /// Asks every GPU for round `round`'s normal read (with process
+    /// utilisation where it is due); returns the GPUs that were asked. A GPU
+    /// still busy with an older normal read is not, and is shown stale.
+    fn start_round(&mut self, t: Millis, round: u64) -> HashSet<usize> {
+        let wanted = self.wanted.get();
+        let mut waiting = HashSet::new();
+        for (i, (w, util)) in self.main.iter_mut().zip(&mut self.util).enumerate() {
+            let with_util = util.due(round, wanted);
+            if w.offer(Request::Normal(t, with_util), 1) {
+                waiting.insert(i);
+                if with_util {
+                    util.sent(round);
+                }
+            }
+        }
+        waiting
     }
 
     /// Assembles the round's snapshot and hands it to the host stage.

@@ -1,6 +1,9 @@
-//! When each lane runs ([`Schedule`]), and when a GPU's fast lane speeds up
-//! (burst sampling: [`wants_burst`]).
+//! When each lane runs ([`Schedule`]), when a GPU's fast lane speeds up
+//! (burst sampling: [`wants_burst`]), and when process utilisation is read
+//! ([`ProcUtilWanted`], [`UtilCadence`]).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::model::GpuSample;
@@ -16,7 +19,10 @@ pub struct Schedule {
     pub slow: Option<Duration>,
     /// PCIe throughput period (whole slow-lane periods); `None` = off.
     pub pcie: Option<Duration>,
-    /// Process utilisation period (rounded to whole intervals).
+    /// Process utilisation period while nobody looks at it (rounded to
+    /// whole intervals): `record`, `serve`, the dashboard without its SM%
+    /// column. While it is on screen ([`ProcUtilWanted`]) it is read every
+    /// interval instead.
     pub proc_util: Duration,
     /// Burst sampling: from this memory % the fast lane runs at this period.
     pub burst: Option<(f64, Duration)>,
@@ -29,7 +35,7 @@ impl Default for Schedule {
             fast: Some(Duration::from_millis(100)),
             slow: Some(Duration::from_secs(5)),
             pcie: Some(Duration::from_secs(30)),
-            proc_util: Duration::from_secs(1),
+            proc_util: Duration::from_secs(5),
             burst: Some((90.0, Duration::from_millis(50))),
         }
     }
@@ -46,6 +52,62 @@ impl Schedule {
     pub fn proc_util_every(&self) -> u64 {
         let n = self.proc_util.as_millis() / self.interval.as_millis().max(1);
         (n as u64).max(1)
+    }
+}
+
+/// Whether per-process utilisation is on screen now (the dashboard's SM%
+/// column at its current width, or a process's drill-down): set by whoever
+/// shows it, read by the sampler at every round. Cheap to clone; a clone
+/// shares the flag. Off by default, as for `record` and `serve`, which show
+/// nothing.
+#[derive(Clone, Debug, Default)]
+pub struct ProcUtilWanted(Arc<AtomicBool>);
+
+impl ProcUtilWanted {
+    /// Says whether process utilisation is on screen; the next round
+    /// follows it.
+    pub fn set(&self, shown: bool) {
+        self.0.store(shown, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// When one GPU's process utilisation is read (the expensive call:
+/// docs/benchmarks.md): at the first round; then at every round while it
+/// is wanted, else once every `every` rounds ([`Schedule::proc_util_every`]).
+/// A round after it becomes wanted reads it at once; until then the last
+/// figures stay on screen as they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UtilCadence {
+    every: u64,
+    /// The round of the last read sent with process utilisation.
+    last: Option<u64>,
+}
+
+impl UtilCadence {
+    pub(crate) fn new(every: u64) -> UtilCadence {
+        UtilCadence {
+            every: every.max(1),
+            last: None,
+        }
+    }
+
+    /// Whether round `round`'s read should include process utilisation.
+    pub(crate) fn due(&self, round: u64, wanted: bool) -> bool {
+        wanted
+            || self
+                .last
+                .is_none_or(|last| round.saturating_sub(last) >= self.every)
+    }
+
+    /// Round `round`'s read went out with process utilisation. (A read that
+    /// could not be sent, the GPU still busy, is not noted: the next round
+    /// asks again.)
+    pub(crate) fn sent(&mut self, round: u64) {
+        self.last = Some(round);
     }
 }
 
@@ -77,6 +139,63 @@ pub fn wants_burst(gpu: &GpuSample, level_pct: Option<f64>, bursting: bool) -> b
 mod tests {
     use super::*;
     use crate::model::MemInfo;
+
+    /// The rounds out of `rounds` whose read includes process utilisation,
+    /// `wanted(round)` saying whether it is on screen then.
+    fn reads(every: u64, rounds: u64, wanted: impl Fn(u64) -> bool) -> Vec<u64> {
+        let mut c = UtilCadence::new(every);
+        let mut out = Vec::new();
+        for r in 0..rounds {
+            if c.due(r, wanted(r)) {
+                c.sent(r);
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn process_utilisation_on_screen_is_read_every_round() {
+        assert_eq!(reads(5, 6, |_| true), vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn process_utilisation_not_on_screen_is_read_every_proc_util_interval() {
+        let every = Schedule::default().proc_util_every();
+        assert_eq!(every, 5, "the default: every 5 s at a 1 s interval");
+        assert_eq!(reads(every, 16, |_| false), vec![0, 5, 10, 15]);
+        // proc_util_interval = interval: every round, as before.
+        assert_eq!(reads(1, 4, |_| false), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn shown_again_the_next_round_reads_it_then_the_slow_cadence_resumes() {
+        // Hidden, shown at rounds 7..=8, hidden again.
+        let shown = |r| (7..=8).contains(&r);
+        assert_eq!(reads(5, 20, shown), vec![0, 5, 7, 8, 13, 18]);
+    }
+
+    #[test]
+    fn a_read_that_could_not_be_sent_is_asked_for_again() {
+        let mut c = UtilCadence::new(5);
+        assert!(c.due(0, false));
+        // Round 0's read was not sent (the GPU busy): round 1 asks again.
+        assert!(c.due(1, false));
+        c.sent(1);
+        assert!(!c.due(2, false));
+        assert!(c.due(6, false));
+    }
+
+    #[test]
+    fn the_wanted_flag_is_shared_by_its_clones() {
+        let w = ProcUtilWanted::default();
+        assert!(!w.get(), "off unless someone shows it");
+        let ui = w.clone();
+        ui.set(true);
+        assert!(w.get());
+        ui.set(false);
+        assert!(!w.get());
+    }
 
     #[test]
     fn schedule_rounds_process_utilisation_to_whole_intervals() {

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::counting::CountingSource;
 use super::*;
 use crate::model::{EventKind, GpuState, ProcSample};
 use crate::source::sim::{SimSource, SimWorld};
@@ -44,6 +45,80 @@ async fn the_live_sampler_publishes_snapshots_with_fast_lane_reads() {
         s.procs.iter().all(|p| p.user.is_some()),
         "host facts filled"
     );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn process_utilisation_is_read_every_round_only_while_it_is_on_screen() {
+    let world = SimWorld::new("demo", 5, now_ms()).unwrap();
+    let source = CountingSource::new(Box::new(SimSource::new(world, "me".into())));
+    let reads = source.reads();
+    let gpus = source.system().gpus.len();
+    let schedule = Schedule {
+        interval: Duration::from_millis(50),
+        fast: None,
+        slow: None,
+        pcie: None,
+        // Every fifth round while nobody looks.
+        proc_util: Duration::from_millis(250),
+        burst: None,
+    };
+    let (sampler, mut rx) = Sampler::spawn(Box::new(source), schedule);
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a snapshot within 10 s")
+            .expect("stream open")
+    };
+    let per_gpu = |reads: &counting::UtilReads| (0..gpus).map(|g| reads.of(g)).collect::<Vec<_>>();
+    // Hidden (as record and serve): rounds 0, 5, 10, 15 of 20 (one more
+    // round may have started when the 20th snapshot arrives; a GPU late
+    // under load misses a round). The bounds allow for both.
+    for _ in 0..20 {
+        next().await;
+    }
+    for (g, n) in per_gpu(&reads).into_iter().enumerate() {
+        assert!(
+            (3..=5).contains(&n),
+            "GPU {g}: {n} reads in 20 hidden rounds"
+        );
+    }
+    // On screen: the next round reads it, and every round after.
+    let before = per_gpu(&reads);
+    sampler.proc_util_wanted.set(true);
+    next().await;
+    next().await;
+    for (g, n) in per_gpu(&reads).into_iter().enumerate() {
+        assert!(
+            n > before[g],
+            "GPU {g}: not read in the round after it was shown"
+        );
+    }
+    let before = per_gpu(&reads);
+    for _ in 0..20 {
+        next().await;
+    }
+    for (g, n) in per_gpu(&reads).into_iter().enumerate() {
+        let shown = n - before[g];
+        assert!(
+            (16..=21).contains(&shown),
+            "GPU {g}: {shown} reads in 20 shown rounds"
+        );
+    }
+    // Hidden again: back to every fifth round.
+    sampler.proc_util_wanted.set(false);
+    next().await;
+    let before = per_gpu(&reads);
+    for _ in 0..20 {
+        next().await;
+    }
+    for (g, n) in per_gpu(&reads).into_iter().enumerate() {
+        let hidden = n - before[g];
+        assert!(
+            (3..=5).contains(&hidden),
+            "GPU {g}: {hidden} reads in 20 hidden rounds"
+        );
+    }
+    assert_eq!(reads.total(), per_gpu(&reads).iter().sum::<u64>());
 }
 
 /// A source whose host facts are slow on every `every`-th call.

@@ -308,9 +308,12 @@ fn lanes_must_fit_the_interval() {
         error("[sampling]\ninterval = \"2s\"\nproc_util_interval = \"1s\"\n"),
         "c.toml:3:22: [sampling] proc_util_interval = \"1s\" must not be shorter than interval = \"2s\" (line 2)"
     );
-    // Raising the interval alone carries the process period along.
+    // Raising the interval alone keeps the process period, or carries it
+    // along when the interval passes it.
     let c = parse("[sampling]\ninterval = \"2s\"\n", "c.toml").unwrap();
-    assert_eq!(c.sampling.proc_util_interval, Duration::from_secs(2));
+    assert_eq!(c.sampling.proc_util_interval, Duration::from_secs(5));
+    let c = parse("[sampling]\ninterval = \"10s\"\n", "c.toml").unwrap();
+    assert_eq!(c.sampling.proc_util_interval, Duration::from_secs(10));
     assert_eq!(
         error("[sampling]\nfast_interval = \"40ms\"\n"),
         "c.toml:2:17: [alerts] burst_interval = \"50ms\" (the default) must not be longer than [sampling] fast_interval = \"40ms\" (line 2)"

@@ -1,0 +1,115 @@
+//! What each NVML call costs (`vramwatch bench-sampler --calls`).
+
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
+};
+use nvml_wrapper::error::NvmlError;
+
+use super::{init_error, nvml};
+use crate::source::SourceError;
+
+/// CPU and wall time of one kind of NVML call, averaged over `calls`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct CallCost {
+    pub call: &'static str,
+    pub calls: u32,
+    pub cpu_us: f64,
+    pub wall_us: f64,
+    pub ok: bool,
+}
+
+fn thread_cpu_us() -> f64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| t.tv_sec() as f64 * 1e6 + t.tv_nsec() as f64 / 1e3)
+        .unwrap_or(0.0)
+}
+
+/// What each NVML call costs on GPU `index` (for `bench-sampler --calls`):
+/// thread CPU time and wall time per call.
+pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
+    let nvml = nvml()?;
+    let d = nvml.device_by_index(index).map_err(init_error)?;
+    let mut out = Vec::new();
+    let mut time = |call: &'static str, calls: u32, f: &mut dyn FnMut() -> bool| {
+        let (c0, w0) = (thread_cpu_us(), std::time::Instant::now());
+        let mut ok = true;
+        for _ in 0..calls {
+            ok &= f();
+        }
+        out.push(CallCost {
+            call,
+            calls,
+            cpu_us: (thread_cpu_us() - c0) / calls as f64,
+            wall_us: w0.elapsed().as_secs_f64() * 1e6 / calls as f64,
+            ok,
+        });
+    };
+    time("memory_info (v2)", 50, &mut || d.memory_info().is_ok());
+    time("running_compute_processes", 50, &mut || {
+        d.running_compute_processes().is_ok()
+    });
+    time("running_graphics_processes", 50, &mut || {
+        d.running_graphics_processes().is_ok()
+    });
+    time("utilization_rates", 50, &mut || {
+        d.utilization_rates().is_ok()
+    });
+    time("temperature", 50, &mut || {
+        d.temperature(TemperatureSensor::Gpu).is_ok()
+    });
+    time("power_usage", 50, &mut || d.power_usage().is_ok());
+    time("enforced_power_limit", 50, &mut || {
+        d.enforced_power_limit().is_ok()
+    });
+    time("clock_info(SM)", 50, &mut || {
+        d.clock_info(Clock::SM).is_ok()
+    });
+    time("clock_info(Memory)", 50, &mut || {
+        d.clock_info(Clock::Memory).is_ok()
+    });
+    time("performance_state", 50, &mut || {
+        d.performance_state().is_ok()
+    });
+    time("bar1_memory_info", 20, &mut || d.bar1_memory_info().is_ok());
+    let mut last = None;
+    time("process_utilization_stats", 10, &mut || {
+        let r = d.process_utilization_stats(last);
+        if let Ok(v) = &r {
+            last = v.iter().map(|s| s.timestamp).max().or(last);
+        }
+        matches!(r, Ok(_) | Err(NvmlError::NotFound))
+    });
+    // nvml-wrapper makes two NVML calls per read: the count (no buffer),
+    // then the samples, but only the count when it is 0. Back to back, the
+    // row above mostly finds no new sample: one call. With every buffered
+    // sample asked for, each read makes both (what the sampler's reads,
+    // seconds apart, do); with a timestamp in the future, only the count.
+    // Their difference is what one call with a buffer sized in advance
+    // would save (that needs the raw binding: `unsafe`).
+    time("process_utilization_stats(all buffered)", 10, &mut || {
+        matches!(
+            d.process_utilization_stats(None),
+            Ok(_) | Err(NvmlError::NotFound)
+        )
+    });
+    time("process_utilization_stats(count only)", 10, &mut || {
+        matches!(
+            d.process_utilization_stats(u64::MAX),
+            Ok(_) | Err(NvmlError::NotFound)
+        )
+    });
+    time("pcie_throughput(Receive)", 3, &mut || {
+        d.pcie_throughput(PcieUtilCounter::Receive).is_ok()
+    });
+    time("pcie_throughput(Send)", 3, &mut || {
+        d.pcie_throughput(PcieUtilCounter::Send).is_ok()
+    });
+    time("total_energy_consumption", 5, &mut || {
+        d.total_energy_consumption().is_ok()
+    });
+    time("total_ecc_errors(volatile)", 10, &mut || {
+        d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+            .is_ok()
+    });
+    Ok(out)
+}
