@@ -199,3 +199,62 @@ fn baseline_refuses_bad_limits_and_empty_recordings() {
         .assert()
         .code(2);
 }
+
+/// The closing example of docs/baseline.md: `healthy_train.py` recorded on
+/// an H200 with `record -- COMMAND` at batch 16 and at batch 24
+/// (tests/fixtures/baseline). The bigger batch's peak is 29.0 % higher:
+/// a 30 % gate passes it, a 25 % one fails it with its one-line reason, and
+/// the JSON says the same figures as the table.
+#[test]
+fn baseline_gates_a_real_batch_size_change() {
+    let fx = |name: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/baseline")
+            .join(name)
+    };
+    let (new, old) = (fx("train-b24.jsonl.zst"), fx("train-b16.jsonl.zst"));
+    let run = |limit: &str| {
+        vw().arg("report")
+            .arg(&new)
+            .arg("--baseline")
+            .arg(&old)
+            .args(["--fail-above", limit])
+            .assert()
+    };
+    let pass = run("30%").success();
+    let text = String::from_utf8(pass.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("(matched by the only GPU in use on each side)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Process python healthy_train.py (matched by program)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  peak                      95.7G       123G     +27.8G   +29.0%"),
+        "{text}"
+    );
+    let fail = run("25%").code(1);
+    let err = String::from_utf8(fail.get_output().stderr.clone()).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("rose 27.8G (+29.0%: 95.7G → 123G): more than --fail-above 25% allows"),
+        "{err}"
+    );
+    let json = vw()
+        .arg("report")
+        .arg(&new)
+        .arg("--baseline")
+        .arg(&old)
+        .arg("--json")
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    let peak = &v["gpus"][0]["figures"]["peak_bytes"];
+    assert_eq!(v["gpus"][0]["matched_by"], "only_in_use");
+    assert_eq!(peak["baseline"], 102_759_202_816_u64);
+    assert_eq!(peak["new"], 132_597_481_472_u64);
+    let pct = peak["change_pct"].as_f64().unwrap();
+    assert!((pct - 29.037).abs() < 0.001, "{pct}");
+}
