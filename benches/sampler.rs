@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use vramwatch::app::fixture::T0_MS;
-use vramwatch::sampler::{Assembler, Peaks, diff_events};
+use vramwatch::sampler::{Assembler, Peaks, Schedule, diff_events};
 use vramwatch::source::Source;
 use vramwatch::source::sim::{SimSource, SimWorld};
 
@@ -25,6 +25,8 @@ fn cycle(c: &mut Criterion) {
     let mut prev = None;
     let mut t = T0_MS + 60_000;
     let mut seq = 0;
+    // The default lanes: slow every 5 s, PCIe and energy every 30 s.
+    let schedule = Schedule::default();
     c.bench_function(
         "sampler/cycle 8 GPUs x 300 procs (sim probes, 10 fast reads each)",
         |b| {
@@ -38,7 +40,7 @@ fn cycle(c: &mut Criterion) {
                     asm.fold_peaks(i, peaks);
                     asm.fold_normal(i, p.normal(t + 900, true));
                     if seq % 5 == 0 {
-                        asm.fold_slow(i, p.slow(t + 900, seq % 30 == 0));
+                        asm.fold_slow(i, p.slow(t + 900, schedule.slow_due(seq / 5)));
                     }
                 }
                 let mut snap = asm.publish(seq, t + 900);

@@ -78,6 +78,7 @@ pub struct ScheduleFigures {
     pub fast_ms: Option<u64>,
     pub slow_ms: Option<u64>,
     pub pcie_ms: Option<u64>,
+    pub energy_ms: Option<u64>,
     /// Process utilisation while not on screen.
     pub proc_util_ms: u64,
     pub proc_util_every_rounds: u64,
@@ -92,6 +93,7 @@ impl ScheduleFigures {
             fast_ms: s.fast.map(ms),
             slow_ms: s.slow.map(ms),
             pcie_ms: s.pcie.map(ms),
+            energy_ms: s.energy.map(ms),
             proc_util_ms: ms(s.proc_util),
             proc_util_every_rounds: s.proc_util_every(),
             burst: s.burst.map(|(l, d)| (l, ms(d))),
@@ -162,7 +164,6 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, wanted: bool, run: Duratio
     let mut main: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
     let mut slow: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
     let mut util = vec![UtilCadence::new(schedule.proc_util_every()); n];
-    let pcie_every = schedule.pcie_every();
     let start = Instant::now();
     let cpu0 = cpu_seconds();
     let mut normal_clock = LaneClock::new(start, Some(schedule.interval));
@@ -189,10 +190,11 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, wanted: bool, run: Duratio
             }
         }
         if slow_clock.due(now) && schedule.slow.is_some() {
-            let pcie_due = pcie_every.is_some_and(|every| slow_rounds.is_multiple_of(every));
+            // PCIe and energy on their own periods, as the sampler reads them.
+            let due = schedule.slow_due(slow_rounds);
             slow_rounds += 1;
             for p in &mut slow {
-                let _ = p.slow(t, pcie_due);
+                let _ = p.slow(t, due);
             }
         }
         let wake = fast_clock.next.min(normal_clock.next).min(slow_clock.next);

@@ -325,6 +325,12 @@ impl Validator<'_> {
             d.pcie_interval,
             SEC..=HOUR,
         );
+        let energy = self.duration_or_off(
+            "[sampling] energy_interval",
+            &r.energy_interval,
+            d.energy_interval,
+            SEC..=HOUR,
+        );
         let proc_util = self.duration(
             "[sampling] proc_util_interval",
             &r.proc_util_interval,
@@ -357,6 +363,7 @@ impl Validator<'_> {
             fast_interval: fast.value,
             slow_interval: slow.value,
             pcie_interval: pcie.value,
+            energy_interval: energy.value,
             proc_util_interval: proc_util.value,
             history: history.value,
             exited_keep: exited_keep.value,

@@ -33,6 +33,7 @@ pub(crate) struct RawSampling {
     pub fast_interval: S<Text<DurationOrOffKind>>,
     pub slow_interval: S<Text<DurationOrOffKind>>,
     pub pcie_interval: S<Text<DurationOrOffKind>>,
+    pub energy_interval: S<Text<DurationOrOffKind>>,
     pub proc_util_interval: S<Text<DurationKind>>,
     pub history: S<Text<DurationKind>>,
     pub exited_keep: S<Text<DurationKind>>,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::model::{Event, EventKind, GpuSample, GpuState, Millis, ProcSample, Snapshot, now_ms};
 use crate::source::sim::SimWorld;
 use crate::source::{
-    FastReading, NormalReading, ProbeError, ProcUtil, ProcUtilRead, SlowReading, Source,
+    FastReading, NormalReading, ProbeError, ProcUtil, ProcUtilRead, SlowDue, SlowReading, Source,
 };
 
 /// What is known about one GPU between two snapshots.
@@ -117,12 +117,17 @@ impl Assembler {
         match r {
             Ok(mut s) => {
                 slot.xids.append(&mut s.xids);
-                if !s.pcie_read
-                    && let Some(old) = &slot.slow
-                {
-                    // PCIe is read less often: keep the last figures.
-                    s.pcie_rx_kbs = old.pcie_rx_kbs;
-                    s.pcie_tx_kbs = old.pcie_tx_kbs;
+                if let Some(old) = &slot.slow {
+                    // PCIe and energy are read less often: keep the last
+                    // figures (the energy counter then steps every
+                    // `energy_interval`, fine for a rate()).
+                    if !s.pcie_read {
+                        s.pcie_rx_kbs = old.pcie_rx_kbs;
+                        s.pcie_tx_kbs = old.pcie_tx_kbs;
+                    }
+                    if !s.energy_read {
+                        s.energy_mj = old.energy_mj;
+                    }
                 }
                 slot.slow = Some(s);
             }
@@ -290,7 +295,7 @@ pub fn sample_once(source: &dyn Source, cpu_window: Duration) -> Snapshot {
             thread::spawn(move || {
                 let first = probe.fast(t);
                 let normal = probe.normal(t, true);
-                let slow = probe.slow(t, true);
+                let slow = probe.slow(t, SlowDue::ALL);
                 (first, normal, slow)
             })
         })
@@ -491,6 +496,60 @@ mod tests {
         let s = a.publish(2, 2);
         assert_eq!(s.procs[0].sm_util, Some(0), "listed, no sample: idle");
         assert_eq!(s.procs[1].sm_util, Some(70));
+    }
+
+    fn slow(due: SlowDue, energy_mj: u64, rx: u32) -> SlowReading {
+        SlowReading {
+            pcie_read: due.pcie,
+            pcie_rx_kbs: due.pcie.then_some(rx),
+            pcie_tx_kbs: due.pcie.then_some(rx / 2),
+            energy_read: due.energy,
+            energy_mj: due.energy.then_some(energy_mj),
+            ecc_volatile: Some(0),
+            xids: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn energy_and_pcie_are_held_between_the_rounds_that_read_them() {
+        let mut a = Assembler::new(1);
+        let figures = |a: &mut Assembler, seq| {
+            let g = a.publish(seq, seq).gpus[0].clone();
+            (g.energy_mj, g.pcie_rx_kbs, g.ecc_volatile)
+        };
+        a.fold_slow(0, Ok(slow(SlowDue::ALL, 1_000, 800)));
+        assert_eq!(figures(&mut a, 0), (Some(1_000), Some(800), Some(0)));
+        // Neither due: both kept (the counter holds its last value).
+        a.fold_slow(0, Ok(slow(SlowDue::default(), 9, 9)));
+        assert_eq!(figures(&mut a, 1), (Some(1_000), Some(800), Some(0)));
+        // Energy due alone: it moves, PCIe is kept.
+        let energy = SlowDue {
+            pcie: false,
+            energy: true,
+        };
+        a.fold_slow(0, Ok(slow(energy, 31_000, 9)));
+        assert_eq!(figures(&mut a, 2), (Some(31_000), Some(800), Some(0)));
+        // PCIe due alone: it moves, energy is kept.
+        let pcie = SlowDue {
+            pcie: true,
+            energy: false,
+        };
+        a.fold_slow(0, Ok(slow(pcie, 9, 1_200)));
+        assert_eq!(figures(&mut a, 3), (Some(31_000), Some(1_200), Some(0)));
+        // Read and not supported: N/A, not the old figure.
+        let mut none = slow(SlowDue::ALL, 0, 0);
+        none.energy_mj = None;
+        a.fold_slow(0, Ok(none));
+        assert_eq!(figures(&mut a, 4).0, None);
+    }
+
+    #[test]
+    fn energy_is_not_read_before_it_is_due_on_a_fresh_gpu() {
+        // A first read that skipped energy (not the sampler's way, which
+        // reads all at first) has nothing to keep: N/A until it is read.
+        let mut a = Assembler::new(1);
+        a.fold_slow(0, Ok(slow(SlowDue::default(), 5, 5)));
+        assert_eq!(a.publish(0, 0).gpus[0].energy_mj, None);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::model::{Millis, SystemInfo};
 use crate::source::{
-    FastReading, GpuProbe, HostFacts, NormalReading, ProbeError, SlowReading, Source,
+    FastReading, GpuProbe, HostFacts, NormalReading, ProbeError, SlowDue, SlowReading, Source,
 };
 
 /// Process-utilisation reads so far, per GPU; shared by every probe of the
@@ -88,7 +88,7 @@ impl GpuProbe for CountingProbe {
         self.inner.normal(t_ms, with_proc_util)
     }
 
-    fn slow(&mut self, t_ms: Millis, with_pcie: bool) -> Result<SlowReading, ProbeError> {
-        self.inner.slow(t_ms, with_pcie)
+    fn slow(&mut self, t_ms: Millis, due: SlowDue) -> Result<SlowReading, ProbeError> {
+        self.inner.slow(t_ms, due)
     }
 }

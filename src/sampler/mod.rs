@@ -289,7 +289,6 @@ impl Run {
         let slow_period = self.schedule.slow.unwrap_or(Duration::from_secs(3600));
         let mut slow = interval(slow_period);
         slow.set_missed_tick_behavior(MissedTickBehavior::Skip);
-        let pcie_every = self.schedule.pcie_every();
         let mut rounds = 0u64;
         let mut slow_rounds = 0u64;
         let mut round: Option<Round> = None;
@@ -347,10 +346,10 @@ impl Run {
                 }
                 _ = slow.tick(), if self.schedule.slow.is_some() => {
                     let t = now_ms();
-                    let pcie = pcie_every.is_some_and(|n| slow_rounds.is_multiple_of(n));
+                    let due = self.schedule.slow_due(slow_rounds);
                     slow_rounds += 1;
                     for w in &mut self.slow {
-                        w.offer(Request::Slow(t, pcie), 1);
+                        w.offer(Request::Slow(t, due), 1);
                     }
                     true
                 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::model::GpuSample;
+use crate::source::SlowDue;
 
 /// When each lane runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -15,10 +16,13 @@ pub struct Schedule {
     pub interval: Duration,
     /// Fast lane (memory only); `None` turns it off.
     pub fast: Option<Duration>,
-    /// Slow lane (energy, ECC, XID, and PCIe when due); `None` turns it off.
+    /// Slow lane (ECC, XID, and PCIe and energy when due); `None` turns it
+    /// off.
     pub slow: Option<Duration>,
     /// PCIe throughput period (whole slow-lane periods); `None` = off.
     pub pcie: Option<Duration>,
+    /// Energy counter period (whole slow-lane periods); `None` = off.
+    pub energy: Option<Duration>,
     /// Process utilisation period while nobody looks at it (rounded to
     /// whole intervals): `record`, `serve`, the dashboard without its SM%
     /// column. While it is on screen ([`ProcUtilWanted`]) it is read every
@@ -35,6 +39,7 @@ impl Default for Schedule {
             fast: Some(Duration::from_millis(100)),
             slow: Some(Duration::from_secs(5)),
             pcie: Some(Duration::from_secs(30)),
+            energy: Some(Duration::from_secs(30)),
             proc_util: Duration::from_secs(5),
             burst: Some((90.0, Duration::from_millis(50))),
         }
@@ -44,8 +49,28 @@ impl Default for Schedule {
 impl Schedule {
     /// Slow rounds between two PCIe reads (`None`: never).
     pub fn pcie_every(&self) -> Option<u64> {
-        let (pcie, slow) = (self.pcie?, self.slow?);
-        Some(((pcie.as_millis() / slow.as_millis().max(1)) as u64).max(1))
+        self.slow_rounds_of(self.pcie)
+    }
+
+    /// Slow rounds between two energy reads (`None`: never).
+    pub fn energy_every(&self) -> Option<u64> {
+        self.slow_rounds_of(self.energy)
+    }
+
+    /// What slow round `round` (0 = the first) reads: everything at the
+    /// first, then PCIe and energy each every so many rounds.
+    pub fn slow_due(&self, round: u64) -> SlowDue {
+        let due = |every: Option<u64>| every.is_some_and(|n| round.is_multiple_of(n));
+        SlowDue {
+            pcie: due(self.pcie_every()),
+            energy: due(self.energy_every()),
+        }
+    }
+
+    /// `period` in whole slow-lane periods, at least one.
+    fn slow_rounds_of(&self, period: Option<Duration>) -> Option<u64> {
+        let (period, slow) = (period?, self.slow?);
+        Some(((period.as_millis() / slow.as_millis().max(1)) as u64).max(1))
     }
 
     /// Normal rounds between two process-utilisation reads (at least 1).
@@ -195,6 +220,52 @@ mod tests {
         assert!(w.get());
         ui.set(false);
         assert!(!w.get());
+    }
+
+    /// The slow rounds out of `rounds` that read PCIe and energy.
+    fn slow_reads(s: &Schedule, rounds: u64) -> (Vec<u64>, Vec<u64>) {
+        let due: Vec<SlowDue> = (0..rounds).map(|r| s.slow_due(r)).collect();
+        let which = |f: fn(&SlowDue) -> bool| {
+            (0..rounds)
+                .filter(|&r| f(&due[r as usize]))
+                .collect::<Vec<_>>()
+        };
+        (which(|d| d.pcie), which(|d| d.energy))
+    }
+
+    #[test]
+    fn energy_is_read_at_the_first_slow_round_then_every_energy_interval() {
+        let s = Schedule::default();
+        assert_eq!(s.energy_every(), Some(6), "30 s of 5 s slow rounds");
+        assert_eq!(s.slow_due(0), SlowDue::ALL, "the first round reads all");
+        let (pcie, energy) = slow_reads(&s, 13);
+        assert_eq!(energy, vec![0, 6, 12]);
+        assert_eq!(pcie, vec![0, 6, 12]);
+        // Its own period, independent of PCIe's, rounded to whole rounds.
+        let s = Schedule {
+            energy: Some(Duration::from_millis(12_500)),
+            pcie: None,
+            ..Default::default()
+        };
+        assert_eq!(slow_reads(&s, 7), (vec![], vec![0, 2, 4, 6]));
+        // Shorter than the slow lane: every round; off: never.
+        let s = Schedule {
+            energy: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        assert_eq!(slow_reads(&s, 3).1, vec![0, 1, 2]);
+        let s = Schedule {
+            energy: None,
+            ..Default::default()
+        };
+        assert_eq!(s.energy_every(), None);
+        assert_eq!(slow_reads(&s, 7).1, Vec::<u64>::new());
+        // No slow lane at all: nothing is due.
+        let s = Schedule {
+            slow: None,
+            ..Default::default()
+        };
+        assert_eq!(s.slow_due(0), SlowDue::default());
     }
 
     #[test]

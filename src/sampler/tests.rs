@@ -16,6 +16,7 @@ fn quick_schedule() -> Schedule {
         proc_util: Duration::from_millis(200),
         burst: None,
         pcie: Some(Duration::from_millis(400)),
+        energy: Some(Duration::from_millis(400)),
     }
 }
 
@@ -58,6 +59,7 @@ async fn process_utilisation_is_read_every_round_only_while_it_is_on_screen() {
         fast: None,
         slow: None,
         pcie: None,
+        energy: None,
         // Every fifth round while nobody looks.
         proc_util: Duration::from_millis(250),
         burst: None,
@@ -189,6 +191,7 @@ async fn a_slow_host_stage_never_reorders_snapshots_nor_invents_events() {
         fast: None,
         slow: None,
         pcie: None,
+        energy: None,
         proc_util: Duration::from_millis(50),
         burst: None,
     };

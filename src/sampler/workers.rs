@@ -10,11 +10,11 @@ use tokio::sync::mpsc;
 
 use super::assemble::Peaks;
 use crate::model::{Millis, Snapshot, now_ms};
-use crate::source::{GpuProbe, HostFacts, NormalReading, ProbeError, SlowReading};
+use crate::source::{GpuProbe, HostFacts, NormalReading, ProbeError, SlowDue, SlowReading};
 
 pub(super) enum Request {
     Normal(Millis, bool),
-    Slow(Millis, bool),
+    Slow(Millis, SlowDue),
     /// Change (or stop, with `None`) the fast lane's period; the bool: read
     /// the process lists too (every other read), while bursting.
     FastPeriod(Option<Duration>, bool),
@@ -88,7 +88,7 @@ pub(super) fn spawn_worker(
                     let lag = now_ms().saturating_sub(t) as u32;
                     Reply::Normal(gpu, t, Box::new((r, std::mem::take(&mut peaks))), lag)
                 }
-                Some(Request::Slow(t, pcie)) => Reply::Slow(gpu, probe.slow(t, pcie)),
+                Some(Request::Slow(t, due)) => Reply::Slow(gpu, probe.slow(t, due)),
                 Some(Request::FastPeriod(p, procs)) => {
                     fast = p;
                     with_procs = procs;

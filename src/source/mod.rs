@@ -78,10 +78,31 @@ pub struct SlowReading {
     pub pcie_read: bool,
     pub pcie_rx_kbs: Option<u32>,
     pub pcie_tx_kbs: Option<u32>,
+    /// Whether the energy counter was read this time.
+    pub energy_read: bool,
     pub energy_mj: Option<u64>,
     pub ecc_volatile: Option<u64>,
     /// XID errors seen since the last read (NVML events where supported).
     pub xids: Vec<u64>,
+}
+
+/// What a slow-lane read includes beyond ECC and XID: the dearer figures,
+/// each read on its own, longer period (`[sampling] pcie_interval`,
+/// `energy_interval`). The sampler's first slow round reads everything.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlowDue {
+    /// PCIe throughput (20 ms of sampling per direction).
+    pub pcie: bool,
+    /// The total energy counter (~5.5 ms of CPU per read on an H200).
+    pub energy: bool,
+}
+
+impl SlowDue {
+    /// Every figure of the slow lane.
+    pub const ALL: SlowDue = SlowDue {
+        pcie: true,
+        energy: true,
+    };
 }
 
 /// A probe's failure that is not a missing field (those are `None`).
@@ -103,8 +124,8 @@ pub trait GpuProbe: Send {
         self.fast(t_ms)
     }
     fn normal(&mut self, t_ms: Millis, with_proc_util: bool) -> Result<NormalReading, ProbeError>;
-    /// `with_pcie`: also read PCIe throughput (20 ms of sampling per direction).
-    fn slow(&mut self, t_ms: Millis, with_pcie: bool) -> Result<SlowReading, ProbeError>;
+    /// ECC and XID, plus the figures `due` names (PCIe throughput, energy).
+    fn slow(&mut self, t_ms: Millis, due: SlowDue) -> Result<SlowReading, ProbeError>;
 }
 
 /// Host facts for GPU processes come from /proc for real sources; a

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use crate::model::{DeviceInfo, Millis, ProcSample, SystemInfo};
 use crate::source::{
-    FastReading, GpuProbe, HostFacts, NormalReading, ProbeError, SlowReading, Source, SourceError,
+    FastReading, GpuProbe, HostFacts, NormalReading, ProbeError, SlowDue, SlowReading, Source,
+    SourceError,
 };
 
 /// One entry of a GPU list, as `nvidia-smi -i` takes them.
@@ -370,8 +371,8 @@ impl GpuProbe for SelectedProbe {
             .map_err(|e| self.ours(e))
     }
 
-    fn slow(&mut self, t_ms: Millis, with_pcie: bool) -> Result<SlowReading, ProbeError> {
-        self.inner.slow(t_ms, with_pcie).map_err(|e| self.ours(e))
+    fn slow(&mut self, t_ms: Millis, due: SlowDue) -> Result<SlowReading, ProbeError> {
+        self.inner.slow(t_ms, due).map_err(|e| self.ours(e))
     }
 }
 
@@ -397,7 +398,7 @@ impl GpuProbe for NotSelected {
         Self::lost()
     }
 
-    fn slow(&mut self, _: Millis, _: bool) -> Result<SlowReading, ProbeError> {
+    fn slow(&mut self, _: Millis, _: SlowDue) -> Result<SlowReading, ProbeError> {
         Self::lost()
     }
 }

@@ -11,7 +11,7 @@ use crate::model::units::{GIB, MIB};
 use crate::model::{DeviceInfo, MemInfo, Millis, ProcKind, ProcSample, SystemInfo};
 use crate::source::{
     FastReading, GpuProbe, HostFacts, NormalReading, ProbeError, ProcMem, ProcUtil, ProcUtilRead,
-    SlowReading, Source, SourceError,
+    SlowDue, SlowReading, Source, SourceError,
 };
 
 /// Names accepted by `--demo [SCENARIO]`.
@@ -459,6 +459,7 @@ impl SimWorld {
             pcie_read: true,
             pcie_rx_kbs: Some((util * 2_100.0 + 300.0) as u32),
             pcie_tx_kbs: Some((util * 800.0 + 150.0) as u32),
+            energy_read: true,
             energy_mj: Some(meter.mj as u64),
             ecc_volatile: Some(0),
             xids: Vec::new(),
@@ -634,10 +635,15 @@ impl GpuProbe for SimProbe {
         Ok(self.world.normal(self.gpu, t_ms, with_proc_util))
     }
 
-    fn slow(&mut self, t_ms: Millis, with_pcie: bool) -> Result<SlowReading, ProbeError> {
+    fn slow(&mut self, t_ms: Millis, due: SlowDue) -> Result<SlowReading, ProbeError> {
+        // The meter integrates power at every read; the counter is only
+        // reported when due, as NVML's is.
         let mut r = self.world.slow(self.gpu, t_ms, &mut self.meter);
-        if !with_pcie {
+        if !due.pcie {
             (r.pcie_read, r.pcie_rx_kbs, r.pcie_tx_kbs) = (false, None, None);
+        }
+        if !due.energy {
+            (r.energy_read, r.energy_mj) = (false, None);
         }
         Ok(r)
     }
@@ -1004,6 +1010,27 @@ mod tests {
             assert_eq!(a.snapshot(0, at(s), "me"), b.snapshot(0, at(s), "me"));
         }
         assert_ne!(a.snapshot(0, at(60.0), "me"), c.snapshot(0, at(60.0), "me"));
+    }
+
+    #[test]
+    fn the_probe_reads_pcie_and_energy_only_when_due_as_nvml_does() {
+        let src = SimSource::new(world("demo"), "me".into());
+        let mut p = src.probe(0);
+        let all = p.slow(at(10.0), SlowDue::ALL).unwrap();
+        assert!(all.pcie_read && all.energy_read);
+        assert!(all.pcie_rx_kbs.is_some() && all.energy_mj.is_some());
+        let none = p.slow(at(15.0), SlowDue::default()).unwrap();
+        assert!(!none.pcie_read && !none.energy_read);
+        assert_eq!((none.pcie_rx_kbs, none.energy_mj), (None, None));
+        assert_eq!(none.ecc_volatile, Some(0), "ECC every round");
+        let energy = SlowDue {
+            pcie: false,
+            energy: true,
+        };
+        let later = p.slow(at(20.0), energy).unwrap();
+        assert_eq!(later.pcie_rx_kbs, None);
+        // The counter kept counting while it was not read.
+        assert!(later.energy_mj > all.energy_mj, "{later:?} {all:?}");
     }
 
     #[test]

@@ -121,6 +121,50 @@ fn the_default_file_documents_every_key() {
 }
 
 #[test]
+fn energy_interval_is_a_duration_or_off_like_pcie_interval() {
+    let sampling = |text: &str| parse(&format!("[sampling]\n{text}\n"), "c.toml").unwrap();
+    let c = sampling("energy_interval = \"1m\"");
+    assert_eq!(c.sampling.energy_interval, Some(Duration::from_secs(60)));
+    assert_eq!(c.schedule().energy, Some(Duration::from_secs(60)));
+    assert_eq!(
+        sampling("energy_interval = \"off\"")
+            .sampling
+            .energy_interval,
+        None
+    );
+    assert_eq!(
+        sampling("pcie_interval = \"off\"").sampling.energy_interval,
+        Some(Duration::from_secs(30)),
+        "absent: the default, whatever pcie_interval says"
+    );
+    for (text, want) in [
+        (
+            "energy_interval = \"500ms\"",
+            "c.toml:2:19: [sampling] energy_interval = \"500ms\": must be between 1s and 1h, or \"off\"",
+        ),
+        (
+            "energy_interval = \"2h\"",
+            "c.toml:2:19: [sampling] energy_interval = \"2h\": must be between 1s and 1h, or \"off\"",
+        ),
+        (
+            "energy_interval = 30",
+            "c.toml:2:19: [sampling] energy_interval = 30: expected a duration such as \"500ms\", \"1s\" or \"10m\", or \"off\", found an integer",
+        ),
+        (
+            "pcie_interval = \"0s\"",
+            "c.toml:2:17: [sampling] pcie_interval = \"0s\": must be between 1s and 1h, or \"off\"",
+        ),
+    ] {
+        assert_eq!(error(&format!("[sampling]\n{text}\n")), want, "{text}");
+    }
+    assert!(
+        error("[sampling]\nenergy_interval = \"soon\"\n")
+            .starts_with("c.toml:2:19: [sampling] energy_interval = \"soon\": "),
+        "names file, line, column and key"
+    );
+}
+
+#[test]
 fn every_section_and_key_is_read() {
     let text = r#"
 version = 1
@@ -254,6 +298,10 @@ fn out_of_range_names_file_line_column_key_and_range() {
     assert_eq!(
         error("[sampling]\nslow_interval = \"2h\"\n"),
         "c.toml:2:17: [sampling] slow_interval = \"2h\": must be between 1s and 1h, or \"off\""
+    );
+    assert_eq!(
+        error("[sampling]\nenergy_interval = \"2h\"\n"),
+        "c.toml:2:19: [sampling] energy_interval = \"2h\": must be between 1s and 1h, or \"off\""
     );
     assert_eq!(
         error("[record]\nmax_size = \"1KiB\"\n"),

@@ -21,6 +21,7 @@ fn pipeline_of(source: Box<dyn crate::source::Source>, interval_ms: u64, fast: b
             proc_util: Duration::from_millis(interval_ms),
             burst: None,
             pcie: None,
+            energy: None,
         },
         AnalysisConfig::default(),
     )
@@ -273,7 +274,7 @@ impl crate::source::GpuProbe for Falling {
     fn slow(
         &mut self,
         _: u64,
-        _: bool,
+        _: crate::source::SlowDue,
     ) -> Result<crate::source::SlowReading, crate::source::ProbeError> {
         Ok(Default::default())
     }

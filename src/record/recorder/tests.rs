@@ -18,6 +18,7 @@ fn pipeline(interval_ms: u64) -> Pipeline {
             fast: Some(Duration::from_millis(10)),
             slow: None,
             pcie: None,
+            energy: None,
             proc_util: Duration::from_millis(interval_ms),
             burst: None,
         },
