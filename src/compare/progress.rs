@@ -1,12 +1,13 @@
 //! Reads the two recordings at once, a thread each, with a progress bar on
 //! standard error when it is a terminal and the files are large.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Result;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::Usage;
 use crate::model::units::MIB;
@@ -17,7 +18,6 @@ use super::stats::Collector;
 
 /// Files smaller than this together read without a bar.
 const BAR_FROM: u64 = 16 * MIB;
-const BAR_WIDTH: usize = 30;
 
 /// Reads `path` to the end; `done` follows the bytes read.
 fn read(path: &Path, done: &AtomicU64) -> Result<Read> {
@@ -61,7 +61,7 @@ fn read(path: &Path, done: &AtomicU64) -> Result<Read> {
 pub(super) fn read_both(new: &Path, old: &Path) -> Result<(Read, Read)> {
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
     let total = size(new) + size(old);
-    let bar = std::io::stderr().is_terminal() && total >= BAR_FROM;
+    let bar = (std::io::stderr().is_terminal() && total >= BAR_FROM).then(|| bar(total));
     let (a, b) = (AtomicU64::new(0), AtomicU64::new(0));
     std::thread::scope(|sc| {
         let hn = std::thread::Builder::new()
@@ -70,15 +70,12 @@ pub(super) fn read_both(new: &Path, old: &Path) -> Result<(Read, Read)> {
         let ho = std::thread::Builder::new()
             .name("vw-read-old".into())
             .spawn_scoped(sc, || read(old, &b))?;
-        if bar {
+        if let Some(bar) = &bar {
             while !(hn.is_finished() && ho.is_finished()) {
-                let done = a.load(Ordering::Relaxed) + b.load(Ordering::Relaxed);
-                draw(done, total);
+                bar.set_position(a.load(Ordering::Relaxed) + b.load(Ordering::Relaxed));
                 std::thread::sleep(Duration::from_millis(100));
             }
-            let mut e = std::io::stderr().lock();
-            let _ = write!(e, "\r\x1b[2K");
-            let _ = e.flush();
+            bar.finish_and_clear();
         }
         let join = |h: std::thread::ScopedJoinHandle<'_, Result<Read>>| {
             h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
@@ -89,26 +86,18 @@ pub(super) fn read_both(new: &Path, old: &Path) -> Result<(Read, Read)> {
     })
 }
 
-/// `reading recordings [=======>      ]  45%  12.3 of 27.1 MiB`
-fn bar_line(done: u64, total: u64) -> String {
-    let frac = (done as f64 / total.max(1) as f64).clamp(0.0, 1.0);
-    let filled = (frac * BAR_WIDTH as f64) as usize;
-    let mut bar = "=".repeat(filled);
-    if filled < BAR_WIDTH {
-        bar.push('>');
-    }
-    format!(
-        "reading recordings [{bar:<BAR_WIDTH$}] {:>3.0}%  {:.1} of {:.1} MiB",
-        frac * 100.0,
-        done as f64 / MIB as f64,
-        total as f64 / MIB as f64
-    )
-}
+const TEMPLATE: &str =
+    "reading recordings [{bar:30}] {percent:>3}%  {binary_bytes} of {binary_total_bytes}";
 
-fn draw(done: u64, total: u64) {
-    let mut e = std::io::stderr().lock();
-    let _ = write!(e, "\r{}", bar_line(done, total));
-    let _ = e.flush();
+/// `reading recordings [=======>      ]  45%  12.3 MiB of 27.1 MiB` on
+/// standard error, redrawn at most 10 times a second.
+fn bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(10));
+    // The template is a constant: it parses.
+    if let Ok(style) = ProgressStyle::with_template(TEMPLATE) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
 }
 
 #[cfg(test)]
@@ -116,16 +105,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_bar_fills_with_the_bytes_read() {
-        assert_eq!(
-            bar_line(0, 100 * MIB),
-            "reading recordings [>                             ]   0%  0.0 of 100.0 MiB"
-        );
-        let half = bar_line(50 * MIB, 100 * MIB);
-        assert!(
-            half.contains("[===============>              ]  50%"),
-            "{half}"
-        );
-        assert!(bar_line(100 * MIB, 100 * MIB).contains(&format!("[{}] 100%", "=".repeat(30))));
+    fn the_bar_s_template_parses_and_the_bar_counts_bytes() {
+        assert!(ProgressStyle::with_template(TEMPLATE).is_ok());
+        let b = bar(100 * MIB);
+        b.set_position(50 * MIB);
+        assert_eq!(b.length(), Some(100 * MIB));
+        assert_eq!(b.position(), 50 * MIB);
+        b.finish_and_clear();
     }
 }
