@@ -508,6 +508,8 @@ impl History {
                     cpu_pct: p.cpu_pct,
                     rss: p.rss,
                     torch: p.torch_reserved.and(s.torch.clone()),
+                    // Container names and pods are not kept in history.
+                    ..Default::default()
                 })
             })
             .collect();

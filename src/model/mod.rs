@@ -165,6 +165,34 @@ pub struct GpuSample {
     pub energy_mj: Option<u64>,
     /// Volatile uncorrected + corrected ECC errors (slow lane).
     pub ecc_volatile: Option<u64>,
+    /// Encoder and decoder utilisation, percent (normal lane). These and
+    /// the fields below came with issue 17: older recordings and
+    /// snapshots lack them (`None`).
+    #[serde(default)]
+    pub enc_util: Option<u32>,
+    #[serde(default)]
+    pub dec_util: Option<u32>,
+    /// Memory (HBM) temperature, °C (slow lane; NVML field
+    /// `NVML_FI_DEV_MEMORY_TEMP`).
+    #[serde(default)]
+    pub mem_temp_c: Option<u32>,
+    /// Volatile corrected (single-bit) ECC errors (slow lane).
+    #[serde(default)]
+    pub ecc_sbe_volatile: Option<u64>,
+    /// Volatile uncorrected (double-bit) ECC errors (slow lane).
+    #[serde(default)]
+    pub ecc_dbe_volatile: Option<u64>,
+    /// PCIe replays (retries) since the driver loaded (slow lane).
+    #[serde(default)]
+    pub pcie_replays: Option<u32>,
+    /// Rows remapped for correctable / uncorrectable errors (slow lane).
+    #[serde(default)]
+    pub remapped_rows_cor: Option<u64>,
+    #[serde(default)]
+    pub remapped_rows_unc: Option<u64>,
+    /// Whether a row remapping has failed (slow lane).
+    #[serde(default)]
+    pub row_remap_failure: Option<bool>,
     /// Milliseconds from the start of the round until this GPU's normal
     /// read returned: shows whether one GPU waited on another.
     #[serde(default)]
@@ -246,6 +274,20 @@ pub struct ProcSample {
     pub container: Option<Arc<str>>,
     /// The PID inside its own PID namespace, when it differs.
     pub ns_pid: Option<u32>,
+    /// The container's name from the runtime's local API (Docker's
+    /// `Name`; in a Kubernetes pod, the container's name in the pod),
+    /// sanitised; `None` when unknown.
+    #[serde(default)]
+    pub container_name: Option<Arc<str>>,
+    /// The Kubernetes pod's name, where the runtime says it.
+    #[serde(default)]
+    pub pod: Option<Arc<str>>,
+    /// The Kubernetes pod's namespace, where the runtime says it.
+    #[serde(default)]
+    pub namespace: Option<Arc<str>>,
+    /// The Kubernetes pod's UID, from the kubepods cgroup path.
+    #[serde(default)]
+    pub pod_uid: Option<Arc<str>>,
     pub cpu_pct: Option<f32>,
     /// Host resident memory in bytes.
     pub rss: Option<u64>,

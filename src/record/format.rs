@@ -111,6 +111,16 @@ pub struct ProcessInfo {
     pub container: Option<Arc<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ns_pid: Option<u32>,
+    /// The container's name and the Kubernetes pod's name, namespace and
+    /// UID, where the host said them (added in version 2; absent before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_name: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<Arc<str>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<Arc<str>>,
 }
 
 /// What identifies a process line: GPU, PID, start time.
@@ -127,6 +137,10 @@ impl ProcessInfo {
             command: p.command.clone(),
             container: p.container.clone(),
             ns_pid: p.ns_pid,
+            container_name: p.container_name.clone(),
+            pod: p.pod.clone(),
+            namespace: p.namespace.clone(),
+            pod_uid: p.pod_uid.clone(),
         }
     }
 
@@ -141,6 +155,10 @@ impl ProcessInfo {
             && self.command == p.command
             && self.container == p.container
             && self.ns_pid == p.ns_pid
+            && self.container_name == p.container_name
+            && self.pod == p.pod
+            && self.namespace == p.namespace
+            && self.pod_uid == p.pod_uid
     }
 
     /// Removes escape sequences and control characters from the strings.
@@ -150,6 +168,10 @@ impl ProcessInfo {
             &mut self.name,
             &mut self.command,
             &mut self.container,
+            &mut self.container_name,
+            &mut self.pod,
+            &mut self.namespace,
+            &mut self.pod_uid,
         ] {
             if let Some(a) = v
                 && needs_cleaning(a)
@@ -165,6 +187,10 @@ impl ProcessInfo {
         p.command = self.command.clone();
         p.container = self.container.clone();
         p.ns_pid = self.ns_pid;
+        p.container_name = self.container_name.clone();
+        p.pod = self.pod.clone();
+        p.namespace = self.namespace.clone();
+        p.pod_uid = self.pod_uid.clone();
     }
 }
 

@@ -175,12 +175,21 @@ impl Assembler {
                     g.mem_clock_mhz = n.mem_clock_mhz;
                     g.fan_pct = n.fan_pct;
                     g.pstate = n.pstate;
+                    g.enc_util = n.enc_util;
+                    g.dec_util = n.dec_util;
                 }
                 if let Some(s) = &slot.slow {
                     g.pcie_rx_kbs = s.pcie_rx_kbs;
                     g.pcie_tx_kbs = s.pcie_tx_kbs;
                     g.energy_mj = s.energy_mj;
                     g.ecc_volatile = s.ecc_volatile;
+                    g.ecc_sbe_volatile = s.ecc_sbe_volatile;
+                    g.ecc_dbe_volatile = s.ecc_dbe_volatile;
+                    g.mem_temp_c = s.mem_temp_c;
+                    g.pcie_replays = s.pcie_replays;
+                    g.remapped_rows_cor = s.remapped_rows_cor;
+                    g.remapped_rows_unc = s.remapped_rows_unc;
+                    g.row_remap_failure = s.row_remap_failure;
                 }
                 if let Some(f) = &slot.fast {
                     g.mem = f.mem;
@@ -507,6 +516,7 @@ mod tests {
             energy_mj: due.energy.then_some(energy_mj),
             ecc_volatile: Some(0),
             xids: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -1,10 +1,19 @@
 //! Host facts about GPU processes: user, command line, CPU %, RSS, start
 //! time (sysinfo), and the container they run in with their PID inside it
-//! (`/proc/<pid>/cgroup`, `NSpid` in `/proc/<pid>/status`). Every string is
-//! sanitised: it comes from another user's process.
+//! (`/proc/<pid>/cgroup`, `NSpid` in `/proc/<pid>/status`), its Kubernetes
+//! pod's UID (`cgroup`), and the container's and pod's names where the
+//! Docker Engine's socket says them (`containers`: cached, looked up on a
+//! thread of its own so a slow socket never delays a round). Every string
+//! is sanitised: it comes from another user's process.
+
+mod cgroup;
+mod containers;
+
+pub use cgroup::{CgroupFacts, cgroup_facts, container_from_cgroup};
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Users};
 
@@ -13,6 +22,8 @@ use crate::model::{Millis, ProcSample, ProcessKey};
 use crate::sanitize;
 use crate::source::HostFacts;
 use crate::source::torch::TorchAllocReader;
+
+use containers::Names;
 
 /// This machine's host name, sanitised; "localhost" when unknown.
 pub fn hostname() -> String {
@@ -47,37 +58,6 @@ pub fn start_time_of(pid: u32) -> Option<u64> {
     s.process(p).map(|p| p.start_time())
 }
 
-/// The container a process runs in, from the text of `/proc/<pid>/cgroup`:
-/// Docker, containerd/CRI (Kubernetes), Podman/libpod and LXC layouts.
-/// Returns a short (12-character) id or the LXC name.
-pub fn container_from_cgroup(text: &str) -> Option<String> {
-    for line in text.lines() {
-        // "hierarchy-ID:controllers:path"
-        let path = line.splitn(3, ':').nth(2).unwrap_or("");
-        for seg in path.split('/').rev() {
-            let seg = seg.strip_suffix(".scope").unwrap_or(seg);
-            for prefix in ["docker-", "cri-containerd-", "crio-", "libpod-", ""] {
-                if let Some(id) = seg.strip_prefix(prefix)
-                    && id.len() == 64
-                    && id.bytes().all(|b| b.is_ascii_hexdigit())
-                {
-                    return Some(id[..12].to_owned());
-                }
-            }
-        }
-        if let Some(rest) = path
-            .strip_prefix("/lxc.payload.")
-            .or(path.strip_prefix("/lxc/"))
-        {
-            let name = rest.split('/').next().unwrap_or("");
-            if !name.is_empty() {
-                return Some(sanitize::clean_capped(name, 32));
-            }
-        }
-    }
-    None
-}
-
 /// The PID in the innermost namespace, from `/proc/<pid>/status`'s `NSpid`
 /// line, when it differs from the host PID (the process is in a container).
 pub fn ns_pid_from_status(text: &str) -> Option<u32> {
@@ -100,6 +80,9 @@ struct Known {
     name: Arc<str>,
     command: Arc<str>,
     container: Option<Arc<str>>,
+    /// The full container id, when the Docker Engine may know it.
+    lookup: Option<Arc<str>>,
+    pod_uid: Option<Arc<str>>,
     ns_pid: Option<u32>,
 }
 
@@ -115,6 +98,8 @@ pub struct ProcHost {
     /// (pid, gpu) → the per-GPU figures made from the file's `Arc`, reused
     /// while the file has not changed.
     torch_cache: HashMap<(u32, u32), (Arc<AllocStats>, Arc<AllocStats>)>,
+    /// Container and pod names by container id, from the Docker socket.
+    names: Names,
 }
 
 impl Default for ProcHost {
@@ -133,6 +118,7 @@ impl ProcHost {
             torch: TorchAllocReader::new(),
             uuids,
             torch_cache: HashMap::new(),
+            names: Names::docker(),
         }
     }
 
@@ -219,6 +205,11 @@ impl HostFacts for ProcHost {
     }
 
     fn enrich(&mut self, _t_ms: Millis, procs: &mut [ProcSample]) {
+        // Container names: answers that arrived since the last round. The
+        // socket is asked on its own thread (`containers`); this round only
+        // reads the cache and never waits for it.
+        let now = Instant::now();
+        self.names.poll(now);
         let all: Vec<u32> = procs.iter().map(|p| p.pid).collect();
         let pids = self.refresh(&all);
         // Forget processes no GPU lists any more (`pids` is sorted).
@@ -248,15 +239,19 @@ impl HostFacts for ProcHost {
                     None => None,
                 };
                 let read = |f: &str| std::fs::read_to_string(format!("/proc/{}/{f}", p.pid)).ok();
+                let cg = read("cgroup")
+                    .as_deref()
+                    .map(cgroup_facts)
+                    .unwrap_or_default();
+                let docker = cg.runtime.is_some_and(|r| r.maybe_docker());
                 let known = Known {
                     start_time,
                     user,
                     name: name.clone().into(),
                     command: if command.is_empty() { name } else { command }.into(),
-                    container: read("cgroup")
-                        .as_deref()
-                        .and_then(container_from_cgroup)
-                        .map(Into::into),
+                    container: cg.container.map(Into::into),
+                    lookup: cg.full_id.filter(|_| docker).map(Into::into),
+                    pod_uid: cg.pod_uid.map(Into::into),
                     ns_pid: read("status").as_deref().and_then(ns_pid_from_status),
                 };
                 self.known.insert(p.pid, known);
@@ -270,6 +265,15 @@ impl HostFacts for ProcHost {
                 p.ns_pid = k.ns_pid;
                 p.cpu_pct = Some(cpu);
                 p.rss = Some(rss);
+                let meta = k.lookup.as_deref().and_then(|id| self.names.get(id, now));
+                let meta = meta.as_deref();
+                p.container_name = meta.and_then(|m| m.name.clone());
+                p.pod = meta.and_then(|m| m.pod.clone());
+                p.namespace = meta.and_then(|m| m.namespace.clone());
+                p.pod_uid = k
+                    .pod_uid
+                    .clone()
+                    .or_else(|| meta.and_then(|m| m.pod_uid.clone()));
             }
         }
         self.attach_torch(procs);

@@ -55,6 +55,9 @@ pub struct NormalReading {
     pub mem_clock_mhz: Option<u32>,
     pub fan_pct: Option<u32>,
     pub pstate: Option<u32>,
+    /// Encoder and decoder utilisation, percent.
+    pub enc_util: Option<u32>,
+    pub dec_util: Option<u32>,
     pub proc_util: ProcUtilRead,
 }
 
@@ -82,6 +85,19 @@ pub struct SlowReading {
     pub energy_read: bool,
     pub energy_mj: Option<u64>,
     pub ecc_volatile: Option<u64>,
+    /// Volatile corrected (single-bit) and uncorrected (double-bit) ECC
+    /// errors; `ecc_volatile` is their sum.
+    pub ecc_sbe_volatile: Option<u64>,
+    pub ecc_dbe_volatile: Option<u64>,
+    /// Memory temperature, °C.
+    pub mem_temp_c: Option<u32>,
+    /// PCIe replays since the driver loaded.
+    pub pcie_replays: Option<u32>,
+    /// Rows remapped for correctable / uncorrectable errors, and whether a
+    /// remapping failed.
+    pub remapped_rows_cor: Option<u64>,
+    pub remapped_rows_unc: Option<u64>,
+    pub row_remap_failure: Option<bool>,
     /// XID errors seen since the last read (NVML events where supported).
     pub xids: Vec<u64>,
 }
@@ -124,7 +140,8 @@ pub trait GpuProbe: Send {
         self.fast(t_ms)
     }
     fn normal(&mut self, t_ms: Millis, with_proc_util: bool) -> Result<NormalReading, ProbeError>;
-    /// ECC and XID, plus the figures `due` names (PCIe throughput, energy).
+    /// ECC, XID, memory temperature, PCIe replays and remapped rows, plus
+    /// the figures `due` names (PCIe throughput, energy).
     fn slow(&mut self, t_ms: Millis, due: SlowDue) -> Result<SlowReading, ProbeError>;
 }
 

@@ -21,6 +21,7 @@ use crate::source::{
 };
 
 mod costs;
+mod fields;
 pub(crate) use costs::call_costs;
 
 /// The library NVML is loaded from.
@@ -288,8 +289,19 @@ enum Field {
     PcieRx = 1 << 13,
     PcieTx = 1 << 14,
     Energy = 1 << 15,
+    /// Volatile corrected ECC errors.
     Ecc = 1 << 16,
     Xid = 1 << 17,
+    Enc = 1 << 18,
+    Dec = 1 << 19,
+    /// Volatile uncorrected ECC errors.
+    EccDbe = 1 << 20,
+    PcieReplay = 1 << 21,
+    // Asked through the field-values query (`fields.rs`).
+    MemTemp = 1 << 22,
+    RemapCor = 1 << 23,
+    RemapUnc = 1 << 24,
+    RemapFailure = 1 << 25,
 }
 
 enum Events {
@@ -482,6 +494,12 @@ impl GpuProbe for NvmlProbe {
             pstate: self
                 .read(Field::Pstate, |d| d.performance_state())?
                 .and_then(pstate_number),
+            enc_util: self
+                .read(Field::Enc, |d| d.encoder_utilization())?
+                .map(|u| u.utilization),
+            dec_util: self
+                .read(Field::Dec, |d| d.decoder_utilization())?
+                .map(|u| u.utilization),
             proc_util: if with_proc_util {
                 self.proc_util()?
             } else {
@@ -491,18 +509,20 @@ impl GpuProbe for NvmlProbe {
     }
 
     fn slow(&mut self, _t_ms: Millis, due: SlowDue) -> Result<SlowReading, ProbeError> {
-        let ecc = {
-            let c = self.read(Field::Ecc, |d| {
-                d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
-            })?;
-            let u = self.read(Field::Ecc, |d| {
-                d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
-            })?;
-            match (c, u) {
-                (Some(c), Some(u)) => Some(c + u),
-                (c, u) => c.or(u),
-            }
+        // Corrected errors are DCGM's single-bit (SBE), uncorrected its
+        // double-bit (DBE) ones.
+        let sbe = self.read(Field::Ecc, |d| {
+            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+        })?;
+        let dbe = self.read(Field::EccDbe, |d| {
+            d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
+        })?;
+        let ecc = match (sbe, dbe) {
+            (Some(c), Some(u)) => Some(c + u),
+            (c, u) => c.or(u),
         };
+        let pcie_replays = self.read(Field::PcieReplay, |d| d.pcie_replay_counter())?;
+        let fv = self.field_values()?;
         let (pcie_rx_kbs, pcie_tx_kbs) = if due.pcie {
             (
                 self.read(Field::PcieRx, |d| {
@@ -526,6 +546,13 @@ impl GpuProbe for NvmlProbe {
                 None
             },
             ecc_volatile: ecc,
+            ecc_sbe_volatile: sbe,
+            ecc_dbe_volatile: dbe,
+            mem_temp_c: fv.mem_temp_c,
+            pcie_replays,
+            remapped_rows_cor: fv.remapped_rows_cor,
+            remapped_rows_unc: fv.remapped_rows_unc,
+            row_remap_failure: fv.row_remap_failure,
             xids: self.poll_xids(),
         })
     }

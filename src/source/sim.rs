@@ -393,13 +393,7 @@ impl SimWorld {
         let t = self.secs(t_ms);
         let fast = self.fast(gpu, t_ms);
         let util = self.gpu_util_at(gpu, t);
-        // Temperature follows the load of the last half minute.
-        let recent = [0.0, 5.0, 10.0, 20.0, 30.0]
-            .iter()
-            .map(|d| self.gpu_util_at(gpu, (t - d).max(0.0)) as f64)
-            .sum::<f64>()
-            / 5.0;
-        let temp = 31.0 + recent * 0.42 + noise(self.seed, gpu as u64 ^ 0x77, t as u64);
+        let temp = self.temp_c(gpu, t);
         let proc_util = if !with_proc_util {
             ProcUtilRead::NotAsked
         } else {
@@ -436,8 +430,22 @@ impl SimWorld {
             mem_clock_mhz: Some(3201),
             fan_pct: None,
             pstate: Some(0),
+            // The demo's jobs are compute: the video engines idle.
+            enc_util: Some(0),
+            dec_util: Some(0),
             proc_util,
         }
+    }
+
+    /// GPU temperature at `t` seconds: it follows the load of the last
+    /// half minute.
+    fn temp_c(&self, gpu: u32, t: f64) -> f64 {
+        let recent = [0.0, 5.0, 10.0, 20.0, 30.0]
+            .iter()
+            .map(|d| self.gpu_util_at(gpu, (t - d).max(0.0)) as f64)
+            .sum::<f64>()
+            / 5.0;
+        31.0 + recent * 0.42 + noise(self.seed, gpu as u64 ^ 0x77, t as u64)
     }
 
     /// Board power in milliwatts at `t` seconds.
@@ -462,6 +470,14 @@ impl SimWorld {
             energy_read: true,
             energy_mj: Some(meter.mj as u64),
             ecc_volatile: Some(0),
+            ecc_sbe_volatile: Some(0),
+            ecc_dbe_volatile: Some(0),
+            // HBM runs a few degrees warmer than the GPU under load.
+            mem_temp_c: Some((self.temp_c(gpu, t) + 2.0 + util * 0.06) as u32),
+            pcie_replays: Some(0),
+            remapped_rows_cor: Some(0),
+            remapped_rows_unc: Some(0),
+            row_remap_failure: Some(false),
             xids: Vec::new(),
         }
     }
@@ -1023,6 +1039,25 @@ mod tests {
         assert!(!none.pcie_read && !none.energy_read);
         assert_eq!((none.pcie_rx_kbs, none.energy_mj), (None, None));
         assert_eq!(none.ecc_volatile, Some(0), "ECC every round");
+        assert_eq!(
+            (
+                none.ecc_sbe_volatile,
+                none.ecc_dbe_volatile,
+                none.pcie_replays
+            ),
+            (Some(0), Some(0), Some(0)),
+            "counters every round"
+        );
+        assert_eq!(
+            (
+                none.remapped_rows_cor,
+                none.remapped_rows_unc,
+                none.row_remap_failure
+            ),
+            (Some(0), Some(0), Some(false))
+        );
+        let mem_temp = none.mem_temp_c.unwrap();
+        assert!((30..=95).contains(&mem_temp), "{mem_temp} °C");
         let energy = SlowDue {
             pcie: false,
             energy: true,

@@ -76,6 +76,12 @@ const DCGM_FIELDS: &[(&str, Kind, &str, Reading)] = &[
         |g| int(g.mem_clock_mhz),
     ),
     (
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        Kind::Gauge,
+        "Memory temperature (in C).",
+        |g| int(g.mem_temp_c),
+    ),
+    (
         "DCGM_FI_DEV_GPU_TEMP",
         Kind::Gauge,
         "GPU temperature (in C).",
@@ -94,6 +100,12 @@ const DCGM_FIELDS: &[(&str, Kind, &str, Reading)] = &[
         |g| g.energy_mj.map(Value::Int),
     ),
     (
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        Kind::Counter,
+        "Total number of PCIe retries.",
+        |g| int(g.pcie_replays),
+    ),
+    (
         "DCGM_FI_DEV_GPU_UTIL",
         Kind::Gauge,
         "GPU utilization (in %).",
@@ -104,6 +116,40 @@ const DCGM_FIELDS: &[(&str, Kind, &str, Reading)] = &[
         Kind::Gauge,
         "Memory utilization (in %).",
         |g| int(g.util_mem),
+    ),
+    (
+        "DCGM_FI_DEV_ENC_UTIL",
+        Kind::Gauge,
+        "Encoder utilization (in %).",
+        |g| int(g.enc_util),
+    ),
+    (
+        "DCGM_FI_DEV_DEC_UTIL",
+        Kind::Gauge,
+        "Decoder utilization (in %).",
+        |g| int(g.dec_util),
+    ),
+];
+
+/// dcgm-exporter's remapped-row fields, the last of its default list.
+const DCGM_REMAP: &[(&str, Kind, &str, Reading)] = &[
+    (
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        Kind::Counter,
+        "Number of remapped rows for uncorrectable errors",
+        |g| g.remapped_rows_unc.map(Value::Int),
+    ),
+    (
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        Kind::Counter,
+        "Number of remapped rows for correctable errors",
+        |g| g.remapped_rows_cor.map(Value::Int),
+    ),
+    (
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        Kind::Gauge,
+        "Whether remapping of rows has failed",
+        |g| g.row_remap_failure.map(|f| Value::Int(u64::from(f))),
     ),
 ];
 
@@ -129,6 +175,19 @@ const DCGM_MORE: &[(&str, Kind, &str, Reading)] = &[
         Kind::Gauge,
         "Performance state (P-State) 0-15. 0=highest.",
         |g| int(g.pstate),
+    ),
+    // In dcgm-exporter's default list, commented out.
+    (
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+        Kind::Counter,
+        "Total number of single-bit volatile ECC errors.",
+        |g| g.ecc_sbe_volatile.map(Value::Int),
+    ),
+    (
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        Kind::Counter,
+        "Total number of double-bit volatile ECC errors.",
+        |g| g.ecc_dbe_volatile.map(Value::Int),
     ),
     (
         "DCGM_FI_PROF_PCIE_TX_BYTES",
@@ -197,11 +256,12 @@ const OWN_MEMORY: &[(&str, Kind, &str, Reading)] = &[
 ];
 
 /// Every per-GPU family, in dcgm-exporter's order (XID between its fields
-/// and its memory), then vramwatch's.
+/// and its memory, remapped rows last), then vramwatch's.
 pub(super) fn write(body: &Body, out: &mut String) {
     fields(body, out, DCGM_FIELDS, true);
     xid(body, out);
     fields(body, out, DCGM_MEMORY, true);
+    fields(body, out, DCGM_REMAP, true);
     fields(body, out, DCGM_MORE, true);
     fields(body, out, OWN_MEMORY, false);
     unaccounted(body, out);

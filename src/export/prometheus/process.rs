@@ -82,19 +82,7 @@ pub(super) fn rows(system: &SystemInfo, snap: &Snapshot, render: &Render) -> Row
             let pid = p.pid.to_string();
             let start = p.start_time.to_string();
             if seen.insert(p.key()) {
-                let mut l = String::new();
-                labels(
-                    &mut l,
-                    &[
-                        host,
-                        ("pid", pid.as_str()),
-                        ("start_time", start.as_str()),
-                        ("user", p.user.as_deref().unwrap_or("")),
-                        ("command", command_label(p.label()).as_str()),
-                        ("container_id", p.container.as_deref().unwrap_or("")),
-                    ],
-                );
-                infos.push(l);
+                infos.push(info_labels(host, &pid, &start, p));
             }
             let mut l = String::new();
             labels(
@@ -121,6 +109,46 @@ pub(super) fn rows(system: &SystemInfo, snap: &Snapshot, render: &Render) -> Row
     }
 }
 
+/// Longest `container`, `pod`, `namespace` or `pod_uid` label value.
+const MAX_K8S_LABEL: usize = 253;
+
+/// The `vramwatch_process_info` labels of a process. `container`, `pod`,
+/// `namespace` (dcgm-exporter's names) and `pod_uid` only when known, as
+/// dcgm-exporter does: a process outside Kubernetes keeps the same series
+/// as before, and Prometheus treats a missing label as an empty one.
+fn info_labels(host: (&str, &str), pid: &str, start: &str, p: &ProcSample) -> String {
+    let command = command_label(p.label());
+    let mut pairs = vec![
+        host,
+        ("pid", pid),
+        ("start_time", start),
+        ("user", p.user.as_deref().unwrap_or("")),
+        ("command", command.as_str()),
+        ("container_id", p.container.as_deref().unwrap_or("")),
+    ];
+    let known = [
+        ("container", &p.container_name),
+        ("pod", &p.pod),
+        ("namespace", &p.namespace),
+        ("pod_uid", &p.pod_uid),
+    ]
+    .map(|(k, v)| {
+        (
+            k,
+            v.as_deref()
+                .map(|v| sanitize::clean_capped(v, MAX_K8S_LABEL)),
+        )
+    });
+    for (k, v) in &known {
+        if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
+            pairs.push((k, v));
+        }
+    }
+    let mut l = String::new();
+    labels(&mut l, &pairs);
+    l
+}
+
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.saturating_add(b)),
@@ -135,7 +163,7 @@ pub(super) fn write(l: &Labels, out: &mut String) {
         out,
         "vramwatch_process_info",
         Kind::Gauge,
-        "Always 1: who a GPU process is (user, command line, container); join on pid and start_time.",
+        "Always 1: who a GPU process is (user, command line, container; Kubernetes pod, namespace, container when known); join on pid and start_time.",
     );
     for info in &l.infos {
         fam.sample(info, Value::Int(1));
@@ -156,4 +184,42 @@ pub(super) fn write(l: &Labels, out: &mut String) {
         "Processes (one per GPU they use) this scrape has no series for: over [serve] max_process_series, those holding the least memory.",
     )
     .sample(&l.host, Value::Int(l.dropped as u64));
+}
+
+#[cfg(test)]
+mod k8s_tests {
+    use super::super::Render;
+    use super::super::tests::{demo, render_with, samples};
+
+    #[test]
+    fn pod_labels_only_when_known_and_sanitised() {
+        let (sys, mut snap) = demo();
+        let pid = snap.procs[0].pid;
+        for p in snap.procs.iter_mut().filter(|p| p.pid == pid) {
+            p.container_name = Some("trainer".into());
+            p.pod = Some("resnet-\u{1b}[31mtrain".into());
+            p.namespace = Some("ml-team".into());
+            p.pod_uid = Some("0d2a3b4c-5e6f-4a1b-9c8d-7e6f5a4b3c2d".into());
+        }
+        let text = render_with(&sys, &snap, None, &Render::default());
+        let info = samples(&text, "vramwatch_process_info");
+        let mine: Vec<_> = info
+            .iter()
+            .filter(|(s, _)| s.contains(&format!("pid=\"{pid}\"")))
+            .collect();
+        assert_eq!(mine.len(), 1);
+        assert!(
+            mine[0].0.ends_with(
+                ",container=\"trainer\",pod=\"resnet-train\",namespace=\"ml-team\",pod_uid=\"0d2a3b4c-5e6f-4a1b-9c8d-7e6f5a4b3c2d\"}"
+            ),
+            "{}",
+            mine[0].0
+        );
+        for (s, _) in info
+            .iter()
+            .filter(|(s, _)| !s.contains(&format!("pid=\"{pid}\"")))
+        {
+            assert!(!s.contains("pod=") && !s.contains("pod_uid="), "{s}");
+        }
+    }
 }

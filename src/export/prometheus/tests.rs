@@ -431,3 +431,129 @@ fn a_gpu_without_memory_readings_has_no_memory_series() {
     assert_eq!(samples(&text, "vramwatch_gpu_memory_peak_bytes").len(), 3);
     let _ = MemInfo::default();
 }
+
+/// Issue 17's fields: dcgm-exporter's names, types and HELP texts (as its
+/// etc/default-counters.csv writes them), one series per GPU that has the
+/// figure.
+const ISSUE_17: [(&str, &str, &str); 9] = [
+    (
+        "DCGM_FI_DEV_MEMORY_TEMP",
+        "gauge",
+        "Memory temperature (in C).",
+    ),
+    (
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        "counter",
+        "Total number of PCIe retries.",
+    ),
+    (
+        "DCGM_FI_DEV_ENC_UTIL",
+        "gauge",
+        "Encoder utilization (in %).",
+    ),
+    (
+        "DCGM_FI_DEV_DEC_UTIL",
+        "gauge",
+        "Decoder utilization (in %).",
+    ),
+    (
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for uncorrectable errors",
+    ),
+    (
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for correctable errors",
+    ),
+    (
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+        "gauge",
+        "Whether remapping of rows has failed",
+    ),
+    (
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+        "counter",
+        "Total number of single-bit volatile ECC errors.",
+    ),
+    (
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "counter",
+        "Total number of double-bit volatile ECC errors.",
+    ),
+];
+
+#[test]
+fn health_fields_use_dcgm_names_types_and_help() {
+    let (sys, mut snap) = demo();
+    let g = &mut snap.gpus[2];
+    g.mem_temp_c = Some(47);
+    g.pcie_replays = Some(3);
+    g.enc_util = Some(12);
+    g.dec_util = Some(34);
+    g.remapped_rows_unc = Some(1);
+    g.remapped_rows_cor = Some(5);
+    g.row_remap_failure = Some(true);
+    g.ecc_sbe_volatile = Some(7);
+    g.ecc_dbe_volatile = Some(2);
+    let text = render(&sys, &snap, None);
+    let want = ["47", "3", "12", "34", "1", "5", "1", "7", "2"];
+    for ((name, kind, help), want) in ISSUE_17.into_iter().zip(want) {
+        assert!(
+            text.contains(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n")),
+            "{name}"
+        );
+        let s = samples(&text, name);
+        assert_eq!(s.len(), 4, "{name}: one per GPU of the demo");
+        assert!(
+            s[2].0.starts_with(&format!("{name}{{gpu=\"2\",UUID=")) && s[2].0.contains("modelName"),
+            "{}",
+            s[2].0
+        );
+        assert_eq!(s[2].1, want, "{name}");
+    }
+    // The demo's own figures: idle video engines, no errors, no failure.
+    assert_eq!(samples(&text, "DCGM_FI_DEV_ENC_UTIL")[0].1, "0");
+    assert_eq!(samples(&text, "DCGM_FI_DEV_ROW_REMAP_FAILURE")[0].1, "0");
+    assert_eq!(
+        samples(&text, "DCGM_FI_DEV_MEMORY_TEMP")[0].1,
+        snap.gpus[0].mem_temp_c.unwrap().to_string()
+    );
+    // dcgm-exporter's order: memory temperature right after the clocks,
+    // remapped rows after the framebuffer.
+    let at = |n: &str| text.find(&format!("# TYPE {n} ")).unwrap();
+    assert!(at("DCGM_FI_DEV_MEM_CLOCK") < at("DCGM_FI_DEV_MEMORY_TEMP"));
+    assert!(at("DCGM_FI_DEV_MEMORY_TEMP") < at("DCGM_FI_DEV_GPU_TEMP"));
+    assert!(at("DCGM_FI_DEV_FB_USED") < at("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"));
+}
+
+#[test]
+fn health_fields_nvml_does_not_give_are_absent_not_zero() {
+    let (sys, mut snap) = demo();
+    let none = |g: &mut GpuSample| {
+        g.mem_temp_c = None;
+        g.pcie_replays = None;
+        g.enc_util = None;
+        g.dec_util = None;
+        g.remapped_rows_unc = None;
+        g.remapped_rows_cor = None;
+        g.row_remap_failure = None;
+        g.ecc_sbe_volatile = None;
+        g.ecc_dbe_volatile = None;
+    };
+    none(&mut snap.gpus[1]);
+    let text = render(&sys, &snap, None);
+    for (name, _, _) in ISSUE_17 {
+        let s = samples(&text, name);
+        assert_eq!(s.len(), 3, "{name}");
+        assert!(s.iter().all(|(l, _)| !l.contains("gpu=\"1\"")), "{name}");
+    }
+    // No GPU has them: no family, not even its HELP line.
+    snap.gpus.iter_mut().for_each(none);
+    let text = render(&sys, &snap, None);
+    for (name, _, _) in ISSUE_17 {
+        assert!(!text.contains(name), "{name}");
+    }
+    // The other device families are still there.
+    assert_eq!(samples(&text, "DCGM_FI_DEV_GPU_TEMP").len(), 4);
+}

@@ -92,6 +92,18 @@ impl Serialize for GpuCols<'_> {
             opt_col!(m, r, "pcie_tx_kbs", |g: &GpuSample| g.pcie_tx_kbs);
             opt_col!(m, r, "energy_mj", |g: &GpuSample| g.energy_mj);
             opt_col!(m, r, "ecc_volatile", |g: &GpuSample| g.ecc_volatile);
+            opt_col!(m, r, "enc_util", |g: &GpuSample| g.enc_util);
+            opt_col!(m, r, "dec_util", |g: &GpuSample| g.dec_util);
+            opt_col!(m, r, "mem_temp_c", |g: &GpuSample| g.mem_temp_c);
+            opt_col!(m, r, "ecc_sbe_volatile", |g: &GpuSample| g.ecc_sbe_volatile);
+            opt_col!(m, r, "ecc_dbe_volatile", |g: &GpuSample| g.ecc_dbe_volatile);
+            opt_col!(m, r, "pcie_replays", |g: &GpuSample| g.pcie_replays);
+            opt_col!(m, r, "remapped_rows_cor", |g: &GpuSample| g
+                .remapped_rows_cor);
+            opt_col!(m, r, "remapped_rows_unc", |g: &GpuSample| g
+                .remapped_rows_unc);
+            opt_col!(m, r, "row_remap_failure", |g: &GpuSample| g
+                .row_remap_failure);
             col!(m, r, "lag_ms", |g: &GpuSample| g.lag_ms);
         }
         m.end()
@@ -162,6 +174,15 @@ struct GpuColsIn {
     pcie_tx_kbs: Option<Vec<Option<u32>>>,
     energy_mj: Option<Vec<Option<u64>>>,
     ecc_volatile: Option<Vec<Option<u64>>>,
+    enc_util: Option<Vec<Option<u32>>>,
+    dec_util: Option<Vec<Option<u32>>>,
+    mem_temp_c: Option<Vec<Option<u32>>>,
+    ecc_sbe_volatile: Option<Vec<Option<u64>>>,
+    ecc_dbe_volatile: Option<Vec<Option<u64>>>,
+    pcie_replays: Option<Vec<Option<u32>>>,
+    remapped_rows_cor: Option<Vec<Option<u64>>>,
+    remapped_rows_unc: Option<Vec<Option<u64>>>,
+    row_remap_failure: Option<Vec<Option<bool>>>,
     lag_ms: Option<Vec<u32>>,
 }
 
@@ -231,7 +252,9 @@ fn gpus_from(c: GpuColsIn) -> Result<Vec<GpuSample>, LineError> {
     columns!(c, n, "gpus", "index"; state, mem_used, mem_reserved, mem_free, mem_total,
         mem_peak, mem_reads, bar1_used, bar1_total, util_gpu, util_mem, temp_c, power_mw,
         power_limit_mw, sm_clock_mhz, mem_clock_mhz, fan_pct, pstate, pcie_rx_kbs,
-        pcie_tx_kbs, energy_mj, ecc_volatile, lag_ms);
+        pcie_tx_kbs, energy_mj, ecc_volatile, enc_util, dec_util, mem_temp_c, ecc_sbe_volatile,
+        ecc_dbe_volatile, pcie_replays, remapped_rows_cor, remapped_rows_unc, row_remap_failure,
+        lag_ms);
     let mut out = Vec::with_capacity(n);
     for index in index {
         // `column` made every iterator exactly `n` long.
@@ -276,6 +299,15 @@ fn gpus_from(c: GpuColsIn) -> Result<Vec<GpuSample>, LineError> {
             pcie_tx_kbs: pcie_tx_kbs.next().flatten(),
             energy_mj: energy_mj.next().flatten(),
             ecc_volatile: ecc_volatile.next().flatten(),
+            enc_util: enc_util.next().flatten(),
+            dec_util: dec_util.next().flatten(),
+            mem_temp_c: mem_temp_c.next().flatten(),
+            ecc_sbe_volatile: ecc_sbe_volatile.next().flatten(),
+            ecc_dbe_volatile: ecc_dbe_volatile.next().flatten(),
+            pcie_replays: pcie_replays.next().flatten(),
+            remapped_rows_cor: remapped_rows_cor.next().flatten(),
+            remapped_rows_unc: remapped_rows_unc.next().flatten(),
+            row_remap_failure: row_remap_failure.next().flatten(),
             lag_ms: lag_ms.next().unwrap_or_default(),
         });
     }

@@ -108,6 +108,15 @@ fn every_model_field_is_recorded() {
         "pcie_tx_kbs",
         "energy_mj",
         "ecc_volatile",
+        "enc_util",
+        "dec_util",
+        "mem_temp_c",
+        "ecc_sbe_volatile",
+        "ecc_dbe_volatile",
+        "pcie_replays",
+        "remapped_rows_cor",
+        "remapped_rows_unc",
+        "row_remap_failure",
         "lag_ms",
     ];
     let keys: Vec<&str> = g.as_object().unwrap().keys().map(|k| k.as_str()).collect();
@@ -129,6 +138,10 @@ fn every_model_field_is_recorded() {
         "command",
         "container",
         "ns_pid",
+        "container_name",
+        "pod",
+        "namespace",
+        "pod_uid",
         "cpu_pct",
         "rss",
     ];

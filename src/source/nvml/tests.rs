@@ -106,3 +106,69 @@ fn opening_without_a_driver_is_an_error_not_a_panic() {
         Err(e) => assert!(e.to_string().contains("--demo"), "{e}"),
     }
 }
+
+mod fields {
+    use super::super::fields::{FieldReads, One, as_u64, one, store};
+    use nvml_wrapper::enums::device::SampleValue;
+    use nvml_wrapper::error::NvmlError;
+    use nvml_wrapper::struct_wrappers::device::FieldValueSample;
+    use nvml_wrapper::structs::device::FieldId;
+    use nvml_wrapper::sys_exports::field_id::*;
+
+    fn sample(id: u32, value: Result<SampleValue, NvmlError>) -> FieldValueSample {
+        FieldValueSample {
+            field: FieldId(id),
+            timestamp: 0,
+            latency: 0,
+            value,
+        }
+    }
+
+    #[test]
+    fn values_of_every_type_read_as_unsigned() {
+        assert_eq!(as_u64(&SampleValue::U32(7)), Some(7));
+        assert_eq!(as_u64(&SampleValue::U64(1 << 40)), Some(1 << 40));
+        assert_eq!(as_u64(&SampleValue::I64(3)), Some(3));
+        assert_eq!(as_u64(&SampleValue::I64(-1)), None);
+        assert_eq!(as_u64(&SampleValue::F64(41.6)), Some(42));
+        assert_eq!(as_u64(&SampleValue::F64(f64::NAN)), None);
+    }
+
+    #[test]
+    fn a_field_is_classified_as_any_call() {
+        let ok = Ok(sample(NVML_FI_DEV_MEMORY_TEMP, Ok(SampleValue::U32(45))));
+        assert_eq!(one(&ok), One::Value(45));
+        let ns = Ok(sample(
+            NVML_FI_DEV_REMAPPED_COR,
+            Err(NvmlError::NotSupported),
+        ));
+        assert_eq!(one(&ns), One::Unsupported);
+        let lost = Ok(sample(NVML_FI_DEV_REMAPPED_UNC, Err(NvmlError::GpuLost)));
+        assert!(matches!(one(&lost), One::Lost(_)));
+        let odd = Err(NvmlError::UnexpectedVariant(99));
+        assert_eq!(one(&odd), One::Missing);
+        let neg = Ok(sample(NVML_FI_DEV_MEMORY_TEMP, Ok(SampleValue::I64(-5))));
+        assert_eq!(one(&neg), One::Missing);
+    }
+
+    #[test]
+    fn values_land_in_their_fields_and_zero_degrees_is_no_reading() {
+        let mut r = FieldReads::default();
+        store(&mut r, NVML_FI_DEV_MEMORY_TEMP, 0);
+        assert_eq!(r.mem_temp_c, None);
+        store(&mut r, NVML_FI_DEV_MEMORY_TEMP, 51);
+        store(&mut r, NVML_FI_DEV_REMAPPED_COR, 2);
+        store(&mut r, NVML_FI_DEV_REMAPPED_UNC, 0);
+        store(&mut r, NVML_FI_DEV_REMAPPED_FAILURE, 1);
+        store(&mut r, NVML_FI_DEV_PCIE_REPLAY_COUNTER, 9);
+        assert_eq!(
+            r,
+            FieldReads {
+                mem_temp_c: Some(51),
+                remapped_rows_cor: Some(2),
+                remapped_rows_unc: Some(0),
+                row_remap_failure: Some(true),
+            }
+        );
+    }
+}
