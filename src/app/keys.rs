@@ -288,7 +288,8 @@ impl App {
             return None;
         }
         let gpus = self.settings.system.gpus.len();
-        let o = layout::overview(self.nav.size, gpus, self.nav.show_events, self.replaying());
+        // The layout as drawn: cards grown into rows the table leaves.
+        let o = layout::overview_of(self);
         let inside = |r: ratatui::layout::Rect| {
             m.row >= r.y && m.row < r.bottom() && m.column >= r.x && m.column < r.right()
         };
@@ -299,8 +300,12 @@ impl App {
             MouseEventKind::ScrollDown => self.move_selection(3),
             MouseEventKind::ScrollUp => self.move_selection(-3),
             MouseEventKind::Down(MouseButton::Left) => {
-                let body =
-                    layout::table_body(self.nav.size, gpus, self.nav.show_events, self.replaying());
+                let body = ratatui::layout::Rect::new(
+                    o.table.x,
+                    o.table.y + 1,
+                    o.table.width,
+                    o.table.height.saturating_sub(1),
+                );
                 if inside(o.cards) {
                     if let Some(g) = layout::gpu_at(&o, gpus, self.nav.selected_gpu, m.row) {
                         self.click_gpu(g);

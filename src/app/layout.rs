@@ -3,14 +3,19 @@
 
 use ratatui::layout::Rect;
 
+use crate::app::App;
 use crate::config::Column;
 
 /// Below this the dashboard asks for a larger terminal.
 pub const MIN_WIDTH: u16 = 50;
 pub const MIN_HEIGHT: u16 = 12;
 
-/// Lines of a full GPU card, borders included.
+/// Lines of a full GPU card, borders included, its history chart one row.
 pub const CARD_HEIGHT: u16 = 6;
+/// Rows a full card's history chart grows to at most, out of the rows the
+/// process table leaves (a 2-GPU node on a tall terminal gets no 20-row
+/// charts).
+pub const CHART_MAX_ROWS: u16 = 8;
 /// Lines of a two-line GPU card.
 pub const TWO_LINE_HEIGHT: u16 = 2;
 /// Process rows the overview keeps before the GPU cards get more room.
@@ -59,6 +64,9 @@ pub struct Overview {
     pub header: Rect,
     pub style: CardStyle,
     pub cards: Rect,
+    /// Rows of each full card's history chart: 1, more where the process
+    /// table leaves rows empty ([`overview_for`]).
+    pub chart: u16,
     /// The process table, its header row included.
     pub table: Rect,
     /// The selected process's whole command, under the table.
@@ -105,6 +113,7 @@ pub fn overview(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) 
         header,
         style,
         cards,
+        chart: 1,
         table,
         detail,
         events,
@@ -113,12 +122,81 @@ pub fn overview(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) 
     }
 }
 
+/// Rows of each full card's history chart when the table's body has
+/// `body` rows and `listed` processes to show: the rows the table leaves
+/// (it keeps one for "no processes"), split evenly over the `gpus` cards,
+/// up to [`CHART_MAX_ROWS`]; 1 when the processes fill the table.
+pub fn chart_rows(body: u16, listed: usize, gpus: usize) -> u16 {
+    if gpus == 0 {
+        return 1;
+    }
+    let need = listed.clamp(1, u16::MAX as usize) as u16;
+    let spare = body.saturating_sub(need) as usize;
+    (1 + spare / gpus).min(CHART_MAX_ROWS as usize) as u16
+}
+
+/// The overview as drawn with `listed` processes in the table: laid out as
+/// [`overview`], then full cards' charts grow into the table's rows that
+/// the processes leave empty ([`chart_rows`]). The card style, the events
+/// pane and the timeline stay where [`overview`] puts them; with as many
+/// processes as rows (`usize::MAX`: as many as any) it is [`overview`].
+pub fn overview_for(
+    size: (u16, u16),
+    gpus: usize,
+    show_events: bool,
+    replay: bool,
+    listed: usize,
+) -> Overview {
+    let mut o = overview(size, gpus, show_events, replay);
+    if o.style != CardStyle::Full {
+        return o;
+    }
+    let body = o.table.height.saturating_sub(1);
+    let chart = chart_rows(body, listed, gpus);
+    // Full cards leave the table its rows: every GPU's card is on screen.
+    let grow = (chart - 1) * gpus.min(u16::MAX as usize) as u16;
+    if chart == 1 || grow > body {
+        return o;
+    }
+    o.chart = chart;
+    o.cards.height += grow;
+    o.table.y += grow;
+    // Its bottom, the detail line under it and the events pane stay.
+    o.table.height -= grow;
+    o
+}
+
+/// Processes the overview's table lists, whatever its filter (typing a
+/// filter does not resize the cards): the rows it needs before the cards'
+/// charts get the rest ([`overview_for`]).
+pub fn listed(app: &App) -> usize {
+    app.slot()
+        .map_or(0, |slot| app.history().processes_at(slot).len())
+}
+
+/// The overview as `app` draws it now: its terminal size, GPUs, panes and
+/// the processes listed (what `update` needs for the mouse).
+pub fn overview_of(app: &App) -> Overview {
+    overview_for(
+        app.size(),
+        app.system().gpus.len(),
+        app.nav().show_events,
+        app.replaying(),
+        listed(app),
+    )
+}
+
+/// Lines of one full card in `o`, borders included.
+pub fn card_height(o: &Overview) -> u16 {
+    CARD_HEIGHT + o.chart.saturating_sub(1)
+}
+
 /// Where each GPU shown goes: (index, area). Full cards stack; lines
 /// scroll so the selected GPU is in view, above the rule.
 pub fn gpu_slots(o: &Overview, gpus: usize, selected: usize) -> Vec<(usize, Rect)> {
     let c = o.cards;
     let per = match o.style {
-        CardStyle::Full => CARD_HEIGHT,
+        CardStyle::Full => card_height(o),
         CardStyle::TwoLine => TWO_LINE_HEIGHT,
         CardStyle::Compact => 1,
     };
@@ -153,7 +231,19 @@ pub fn side_width(width: u16) -> Option<u16> {
 
 /// The rows of the table body (below its header row).
 pub fn table_body(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) -> Rect {
-    let t = overview(size, gpus, show_events, replay).table;
+    table_body_for(size, gpus, show_events, replay, usize::MAX)
+}
+
+/// The rows of the table body as drawn with `listed` processes
+/// ([`overview_for`]).
+pub fn table_body_for(
+    size: (u16, u16),
+    gpus: usize,
+    show_events: bool,
+    replay: bool,
+    listed: usize,
+) -> Rect {
+    let t = overview_for(size, gpus, show_events, replay, listed).table;
     Rect::new(t.x, t.y + 1, t.width, t.height.saturating_sub(1))
 }
 
@@ -307,6 +397,94 @@ mod tests {
                 o.table.height > MIN_TABLE_ROWS,
                 "{size:?} {gpus}: the table keeps its rows: {o:?}"
             );
+        }
+    }
+
+    #[test]
+    fn spare_table_rows_grow_the_charts_evenly_up_to_a_cap() {
+        // 4 cards, 32 body rows, 8 processes: 24 spare, 6 more rows each.
+        assert_eq!(chart_rows(32, 8, 4), 7);
+        // What does not split evenly stays with the table.
+        assert_eq!(chart_rows(12, 8, 4), 2);
+        assert_eq!(chart_rows(12, 9, 4), 1);
+        // Two GPUs on a tall terminal: capped.
+        assert_eq!(chart_rows(44, 3, 2), CHART_MAX_ROWS);
+        // No processes still leaves the "no processes" line.
+        assert_eq!(chart_rows(9, 0, 1), CHART_MAX_ROWS);
+        assert_eq!(chart_rows(5, 0, 2), 3);
+        // Processes that fill the table keep every row.
+        assert_eq!(chart_rows(32, 32, 4), 1);
+        assert_eq!(chart_rows(32, 500, 4), 1);
+        assert_eq!(chart_rows(32, usize::MAX, 4), 1);
+        assert_eq!(chart_rows(32, 8, 0), 1);
+    }
+
+    #[test]
+    fn cards_grow_into_the_rows_the_table_leaves() {
+        // The demo at 200×60: 4 cards and 8 processes.
+        let o = overview_for((200, 60), 4, false, false, 8);
+        assert_eq!(o.chart, 7);
+        assert_eq!(card_height(&o), CARD_HEIGHT + 6);
+        assert_eq!(o.cards, Rect::new(0, 1, 200, 4 * (CARD_HEIGHT + 6)));
+        assert_eq!(o.table.y, o.cards.bottom());
+        // Header, the 8 rows, and the detail line right under them.
+        assert_eq!(o.table.height, 1 + 8);
+        assert_eq!(o.detail, Some(Rect::new(0, o.table.bottom(), 200, 1)));
+        assert_eq!(table_body_for((200, 60), 4, false, false, 8).height, 8);
+        // 120×40: 4 spare rows, one each.
+        let o = overview_for((120, 40), 4, false, false, 8);
+        assert_eq!((o.chart, o.table.height), (2, 1 + 8));
+        // A full table keeps its rows: the same layout as without processes
+        // counted.
+        for (size, gpus, ev) in [((120, 40), 4, false), ((200, 60), 4, true)] {
+            let plain = overview(size, gpus, ev, false);
+            let body = plain.table.height as usize - 1;
+            for listed in [body, body + 1, 500, usize::MAX] {
+                assert_eq!(overview_for(size, gpus, ev, false, listed), plain);
+            }
+            assert_eq!(plain.chart, 1);
+        }
+        // Two GPUs at 200×60: capped charts, the rest stays with the table.
+        let o = overview_for((200, 60), 2, false, false, 3);
+        assert_eq!(o.chart, CHART_MAX_ROWS);
+        assert!(o.table.height > 1 + 3, "{o:?}");
+        // The events pane and the timeline do not move.
+        let plain = overview((200, 60), 4, true, true);
+        let o = overview_for((200, 60), 4, true, true, 2);
+        assert!(o.chart > 1);
+        assert_eq!((o.events, o.timeline), (plain.events, plain.timeline));
+        // Two-line and one-line cards do not grow: 80×24 is as it was.
+        for (size, gpus) in [((80, 24), 4), ((80, 24), 8), ((120, 40), 8)] {
+            let plain = overview(size, gpus, false, false);
+            assert_ne!(plain.style, CardStyle::Full);
+            assert_eq!(overview_for(size, gpus, false, false, 0), plain);
+        }
+    }
+
+    #[test]
+    fn grown_cards_are_found_where_they_are_drawn() {
+        let o = overview_for((200, 60), 4, false, false, 8);
+        let slots = gpu_slots(&o, 4, 0);
+        assert_eq!(slots.len(), 4);
+        assert_eq!(slots[3].1, Rect::new(0, 1 + 3 * 12, 200, 12));
+        assert_eq!(gpu_at(&o, 4, 0, 1 + 12), Some(1));
+        assert_eq!(gpu_at(&o, 4, 0, 1 + 4 * 12), None);
+    }
+
+    #[test]
+    fn grown_parts_tile_the_screen() {
+        for (size, gpus, ev, replay, listed) in [
+            ((120, 40), 1, true, false, 0),
+            ((200, 60), 4, false, false, 8),
+            ((200, 60), 2, true, true, 1),
+            ((200, 60), 8, true, true, 3),
+        ] {
+            let o = overview_for(size, gpus, ev, replay, listed);
+            let mut used = o.header.height + o.cards.height + o.table.height + o.footer.height;
+            used += o.detail.map_or(0, |r| r.height);
+            used += o.events.map_or(0, |r| r.height) + o.timeline.map_or(0, |r| r.height);
+            assert_eq!(used, size.1, "{size:?} {gpus} {ev} {replay}: {o:?}");
+            assert!(o.table.height > listed.max(1) as u16, "{o:?}");
         }
     }
 

@@ -181,22 +181,26 @@ impl Widget for &GpuCard<'_> {
             .render(inner, buf);
             return;
         };
-        // One line each, as many as fit, in this order.
+        // One line each, as many as fit, in this order; the charts get
+        // the rows a taller card has beyond four (`layout::overview_for`).
         let row = |n: u16| Rect::new(inner.x, inner.y + n, inner.width, 1);
         let w = inner.width as usize;
         Line::from(self.memory_line(g, slot, w)).render(row(0), buf);
         if inner.height < 2 {
             return;
         }
-        self.sparklines(g, slot, row(1), buf);
-        if inner.height < 3 {
+        let chart_h = inner.height.saturating_sub(3).max(1);
+        let charts = Rect::new(inner.x, inner.y + 1, inner.width, chart_h);
+        self.sparklines(g, slot, charts, buf);
+        let next = 1 + chart_h;
+        if inner.height < next + 1 {
             return;
         }
-        Line::from(fit(self.readings(g), w)).render(row(2), buf);
-        if inner.height < 4 {
+        Line::from(fit(self.readings(g), w)).render(row(next), buf);
+        if inner.height < next + 2 {
             return;
         }
-        Line::from(fit(self.trend(g, slot), w)).render(row(3), buf);
+        Line::from(fit(self.trend(g, slot), w)).render(row(next + 1), buf);
     }
 }
 
@@ -398,13 +402,17 @@ impl GpuCard<'_> {
         with_bar(app, g, before, after, (10, 60), w.saturating_sub(1)).0
     }
 
-    /// Line 2, drawn into `row`: sparklines of per-interval peaks (fast
-    /// lane) and utilisation, side by side.
-    fn sparklines(&self, g: &GpuSample, slot: u64, row: Rect, buf: &mut Buffer) {
+    /// Line 2, drawn into `area`: sparklines of per-interval peaks (fast
+    /// lane) and utilisation, side by side; as charts with their scale
+    /// when `area` has more than one row.
+    fn sparklines(&self, g: &GpuSample, slot: u64, area: Rect, buf: &mut Buffer) {
+        if area.height > 1 {
+            return self.charts(g, slot, area, buf);
+        }
         let app = self.app;
         let t = app.theme();
         let i = self.index;
-        let (x, y2, w) = (row.x, row.y, row.width);
+        let (x, y2, w) = (area.x, area.y, area.width);
         let half = w.saturating_sub(12) / 2;
         Line::from(Span::styled("mem ", t.label)).render(Rect::new(x, y2, 4, 1), buf);
         let total = g.mem.map_or(1, |m| m.total / MIB);
@@ -428,6 +436,53 @@ impl GpuCard<'_> {
             100,
             t.spark_util,
             Rect::new(ux + 5, y2, half.min(w.saturating_sub(ux - x + 5)), 1),
+            buf,
+        );
+    }
+
+    /// The history as two charts `area.height` rows tall, side by side:
+    /// memory (per-interval peaks, up to the GPU's total) and utilisation
+    /// (up to 100%). The top of each scale is on its top row, at the left;
+    /// the chart's name is on its bottom row.
+    fn charts(&self, g: &GpuSample, slot: u64, area: Rect, buf: &mut Buffer) {
+        let app = self.app;
+        let t = app.theme();
+        let i = self.index;
+        let (x, w, h) = (area.x, area.width, area.height);
+        let (top, bottom) = (area.y, area.bottom() - 1);
+        // "39.4G " and "util " at most: the scales' widest labels.
+        const MEM_W: u16 = 6;
+        const UTIL_W: u16 = 5;
+        let half = w.saturating_sub(MEM_W + 2 + UTIL_W + 1) / 2;
+        let total = g.mem.map(|m| m.total);
+        let scale = total.map_or_else(|| "N/A".to_string(), bytes_short);
+        buf.set_stringn(x, top, &scale, MEM_W as usize - 1, t.dim);
+        buf.set_stringn(x, bottom, "mem", MEM_W as usize, t.label);
+        let mem_data = series(app, i, slot, half as usize, Agg::Max, |g| {
+            g.mem_peak.or(g.mem.map(|m| m.used)).map(|b| b / MIB)
+        });
+        sparkline(
+            mem_data,
+            total.map_or(1, |b| b / MIB),
+            t.spark_mem,
+            Rect::new(x + MEM_W, top, half, h),
+            buf,
+        );
+        let ux = x + MEM_W + half + 2;
+        if ux + UTIL_W >= area.right() {
+            return;
+        }
+        buf.set_stringn(ux, top, "100%", UTIL_W as usize - 1, t.dim);
+        buf.set_stringn(ux, bottom, "util", UTIL_W as usize, t.label);
+        let util_data = series(app, i, slot, half as usize, Agg::Mean, |g| {
+            g.util_gpu.map(u64::from)
+        });
+        let uw = half.min(area.right().saturating_sub(ux + UTIL_W));
+        sparkline(
+            util_data,
+            100,
+            t.spark_util,
+            Rect::new(ux + UTIL_W, top, uw, h),
             buf,
         );
     }

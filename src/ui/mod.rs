@@ -43,11 +43,12 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         return;
     }
     let replay = matches!(app.mode(), Mode::Replay(_));
-    let o = layout::overview(
+    let o = layout::overview_for(
         (area.width, area.height),
         app.system().gpus.len(),
         app.nav().show_events,
         replay,
+        layout::listed(app),
     );
     (&header::HeaderBar(app)).render(o.header, buf);
     let body = Rect::new(
