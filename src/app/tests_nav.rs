@@ -43,21 +43,23 @@ fn click(app: &mut App, column: u16, row: u16) {
 fn mouse_is_on_by_default_and_clicks_select() {
     let mut app = demo(10);
     let rows: Vec<u32> = app.rows().iter().map(|r| r.id().key.pid).collect();
-    let body = layout::table_body(app.size(), app.system().gpus.len(), false, false);
-    click(&mut app, 10, body.y + 2);
+    // Where the table is drawn: the cards grow into rows it leaves.
+    let t = layout::overview_of(&app).table;
+    let body_y = t.y + 1;
+    click(&mut app, 10, body_y + 2);
     assert_eq!(selected_pid(&app), rows[2]);
     // `[display] mouse = false` turns it off.
     let mut config = Config::default();
     config.display.mouse = false;
     let mut app = fixture::app_with(config, "demo", 1, 10, (120, 40));
-    click(&mut app, 10, body.y + 2);
+    click(&mut app, 10, body_y + 2);
     assert_eq!(selected_pid(&app), rows[0], "mouse off");
 }
 
 #[test]
 fn clicking_a_header_sorts_and_again_inverts() {
     let mut app = demo(10);
-    let table = layout::overview(app.size(), 4, false, false).table;
+    let table = layout::overview_of(&app).table;
     let cols = layout::fit_columns(&app.config().display.columns, table.width);
     let spans = layout::column_spans(&cols, table.width);
     let x = |c: Column| spans[cols.iter().position(|x| *x == c).unwrap()].0;
@@ -78,7 +80,7 @@ fn clicking_a_header_sorts_and_again_inverts() {
 #[test]
 fn clicking_a_gpu_shows_its_processes_and_again_all() {
     let mut app = demo(10);
-    let o = layout::overview(app.size(), 4, false, false);
+    let o = layout::overview_of(&app);
     let (_, card) = layout::gpu_slots(&o, 4, 0)[2];
     click(&mut app, 30, card.y + 1);
     assert_eq!(app.table().filter, "gpu:2");
