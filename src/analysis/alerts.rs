@@ -414,6 +414,37 @@ mod tests {
     }
 
     #[test]
+    fn power_straddling_its_critical_level_rings_once_per_episode() {
+        // 97.9 % and 98.1 % of the limit in turn (critical from 98 %) for
+        // 70 s: one alert. It leaves only below the warn level (90 %) and
+        // must stay there for `REARM_HOLD` before the next crossing rings.
+        let mut a = GpuAlerts::default();
+        let lv = levels();
+        let hold_s = REARM_HOLD.as_secs();
+        let mut at = |s: u64, mw: u32| {
+            let mut g = gpu_at(10);
+            g.power_limit_mw = Some(700_000);
+            g.power_mw = Some(mw);
+            a.check(s * 1000, &g, None, &lv).len()
+        };
+        let hovering: usize = (0..70)
+            .map(|s| at(s, [685_300, 686_700][s as usize % 2]))
+            .sum();
+        assert_eq!(hovering, 1);
+        // At 91 % (between warn and crit) for two minutes: not back.
+        let between: usize = (70..190).map(|s| at(s, 637_000)).sum();
+        assert_eq!(between, 0);
+        assert_eq!(at(190, 690_000), 0, "the same episode");
+        // Below warn for less than the hold, then over again: still one.
+        let short: usize = (191..191 + hold_s - 1).map(|s| at(s, 500_000)).sum();
+        assert_eq!(short + at(191 + hold_s, 690_000), 0);
+        // Below warn for the whole hold: the next crossing is a new episode.
+        let back: usize = (300..300 + hold_s + 1).map(|s| at(s, 500_000)).sum();
+        assert_eq!(back, 0);
+        assert_eq!(at(301 + hold_s, 690_000), 1);
+    }
+
+    #[test]
     fn memory_alert_fires_once_and_rearms_below_warn() {
         let mut a = GpuAlerts::default();
         let lv = levels();

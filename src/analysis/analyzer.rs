@@ -11,7 +11,7 @@ use super::envelope::{Envelope, Rises};
 use super::forecast::{self, Room};
 use super::leak::{LeakChange, LeakDetector};
 use super::series::Series;
-use super::{AnalysisConfig, Assessment, GpuAssessment, Phase, ProcAssessment, Rate};
+use super::{AnalysisConfig, Assessment, Forecast, GpuAssessment, Phase, ProcAssessment, Rate};
 use crate::model::{GpuSample, GpuState, MemInfo, Millis, ProcId, ProcSample, Snapshot};
 
 #[derive(Debug)]
@@ -20,6 +20,12 @@ struct GpuTrack {
     envelope: Envelope,
     alerts: GpuAlerts,
     a: GpuAssessment,
+    /// This snapshot's demand less the driver's reading, from the
+    /// allocator figures of its processes (`demand_delta`), if any.
+    demand: Option<f64>,
+    /// The forecaster over that demand (only asked for a forecast when the
+    /// driver's view is saturated).
+    demand_envelope: Envelope,
 }
 
 impl GpuTrack {
@@ -28,6 +34,8 @@ impl GpuTrack {
             series: Series::new(cfg.rate_window),
             envelope: Envelope::default(),
             alerts: GpuAlerts::default(),
+            demand: None,
+            demand_envelope: Envelope::default(),
             a: GpuAssessment {
                 index: g.index,
                 t_ms: t,
@@ -76,6 +84,9 @@ struct ProcTrack {
     last_mem: Option<u64>,
     steady: forecast::Steady,
     seen: u64,
+    /// The least memory it held outside its allocator's cache (its CUDA
+    /// context and other libraries), from its allocator figures.
+    outside: Option<u64>,
     a: ProcAssessment,
 }
 
@@ -90,6 +101,7 @@ impl ProcTrack {
             last_mem: None,
             steady: forecast::Steady::default(),
             seen: generation,
+            outside: None,
             a: ProcAssessment {
                 id: sp.id(),
                 first_seen_ms: t,
@@ -114,6 +126,62 @@ impl ProcTrack {
             _ => self.leak.flag().map(|f| f.rate),
         }
     }
+}
+
+/// What a process's allocator figures add to its GPU's demand beyond the
+/// driver's reading of it (negative: its cache holds more than its tensors
+/// ever needed at once), updating `outside`, the least it has held outside
+/// its allocator. The caching allocator keeps what it reserved, so the
+/// driver sees a staircase of segments that stops at the top long before
+/// the job runs out; the tensors' peak (`allocated_peak`) plus what the
+/// process holds outside the allocator is what it needs. The first process
+/// to run out is the one with the least slack, so a GPU's demand is its
+/// reading plus the largest of these. `None` without fresh figures.
+fn demand_delta(sp: &ProcSample, mem: u64, t: Millis, outside: &mut Option<u64>) -> Option<f64> {
+    let stats = sp.torch.as_deref()?;
+    if !stats.cuda_initialized || stats.is_stale(t) {
+        return None;
+    }
+    // The process's entry for this GPU (the sampler keeps only that one).
+    let d = stats.devices.first()?;
+    // The file and the driver are read at different moments: a file that
+    // still shows more reserved than the driver now sees (the cache was
+    // just released) says nothing about what lies outside it.
+    if d.reserved <= mem {
+        let out = mem - d.reserved;
+        *outside = Some(outside.map_or(out, |o| o.min(out)));
+    }
+    let held = mem.saturating_sub((*outside)?);
+    Some(d.allocated_peak as f64 - held as f64)
+}
+
+/// The forecast from the GPU's demand (its reading `m` plus `delta`, see
+/// [`demand_delta`]), fed to its own regime every snapshot and asked for
+/// a forecast only when `want` (the GPU is at risk: where the driver's
+/// view is saturated — the caching allocators hold nearly everything, and
+/// the driver's figure stops at the top while the tensors still grow — the
+/// allocators' figures tell the trend). Its earliest end is "now": at
+/// risk, the next larger allocation may fail at once.
+fn demand_forecast(
+    env: &mut Envelope,
+    t: Millis,
+    m: MemInfo,
+    delta: f64,
+    gap: f64,
+    cfg: &AnalysisConfig,
+    want: bool,
+) -> Option<Forecast> {
+    let usable = m.total.saturating_sub(m.reserved);
+    let used = (m.used as f64 + delta).clamp(0.0, usable as f64) as u64;
+    let basis = MemInfo {
+        used,
+        free: usable - used,
+        ..m
+    };
+    let f = env
+        .observe(t, basis, None, gap, &cfg.envelope, want)
+        .forecast?;
+    want.then_some(Forecast { low_s: 0.0, ..f })
 }
 
 /// Below this a process is still creating its CUDA context.
@@ -150,6 +218,14 @@ impl Analyzer {
 
     pub fn gpu(&self, index: u32) -> Option<&GpuAssessment> {
         self.gpus.get(&index).map(|t| &t.a)
+    }
+
+    /// The GPU forecaster's last candidate and why it gave none (traces).
+    #[cfg(test)]
+    pub(crate) fn envelope_state(&self, index: u32) -> Option<(Option<Forecast>, &'static str)> {
+        self.gpus
+            .get(&index)
+            .map(|t| (t.envelope.last, t.envelope.why))
     }
 
     /// Every GPU seen, by index.
@@ -204,6 +280,7 @@ impl Analyzer {
                 .or_insert_with(|| GpuTrack::new(g, t, cfg));
             tr.a.t_ms = t;
             tr.a.state = g.state;
+            tr.demand = None;
             let mem = g.mem.filter(|_| g.state != GpuState::Lost);
             tr.a.mem = mem;
             if let Some(m) = mem {
@@ -246,6 +323,12 @@ impl Analyzer {
                 }
                 tr.last_mem = Some(m);
                 tr.rises.observe(t, m as f64, total as f64 / 1000.0);
+                if cfg.allocator_demand
+                    && let Some(d) = demand_delta(sp, m, t, &mut tr.outside)
+                    && let Some(g) = self.gpus.get_mut(&sp.gpu)
+                {
+                    g.demand = Some(g.demand.map_or(d, |x| x.max(d)));
+                }
             }
             // A process NVML has just listed may not have its CUDA context
             // yet (a few MiB, then ~500 MiB a second later): that jump is
@@ -328,11 +411,25 @@ impl Analyzer {
                 continue;
             };
             let gap = tr.series.estimate.map_or(gap, |e| e.max_gap_s.max(gap));
-            let outlook = match tr.a.mem {
-                Some(m) => tr.envelope.observe(t, m, g.mem_peak, gap, &cfg.envelope),
-                None => Default::default(),
+            let (forecast, outlook) = match tr.a.mem {
+                Some(m) => {
+                    let o = tr
+                        .envelope
+                        .observe(t, m, g.mem_peak, gap, &cfg.envelope, true);
+                    // At risk, from the allocators' figures if the
+                    // processes publish them: `demand_forecast`.
+                    let demand = tr.demand.and_then(|d| {
+                        let want = o.at_risk_pct.is_some();
+                        demand_forecast(&mut tr.demand_envelope, t, m, d, gap, cfg, want)
+                    });
+                    if tr.demand.is_none() {
+                        tr.demand_envelope.restart();
+                    }
+                    (demand.or(o.forecast), o)
+                }
+                None => (None, Default::default()),
             };
-            tr.a.forecast = outlook.forecast;
+            tr.a.forecast = forecast;
             tr.a.at_risk_pct = outlook.at_risk_pct;
             // The regime's rate is the GPU's growth: the rate window would
             // still hold a fill that ended seconds ago.

@@ -12,13 +12,16 @@
 //! for growth and the growth after it is measured on its own):
 //!
 //! - **baseline**: the Theil–Sen line through `used` (pairs at least a
-//!   quarter of the span apart, so a staircase's steps average out); its
-//!   slope is the growth rate, the 10th–90th percentile of the slopes its
-//!   range;
+//!   quarter of the span apart, so a staircase's steps average out), its
+//!   intercept at the 10th percentile (the troughs); the rate's range is
+//!   Sen's 90 % interval, widened to at least one step over the span either
+//!   side (with a few steps seen, when the next one comes is the
+//!   uncertainty, and pairs straddling the same steps hide it);
 //! - **excursion**: the largest amount by which a reading (fast-lane peaks
 //!   included) rose above that line: the transient to expect again;
-//! - **step**: the largest rise between two consecutive samples, the size
-//!   of the next allocation;
+//! - **step**: the largest rise between two consecutive samples in the
+//!   newer half of the regime (the older half may still hold the tail of
+//!   the fill), the size of the next allocation;
 //! - room at the peaks = usable memory − (baseline now + excursion); the
 //!   central estimate is room / rate; the earliest (room − step) / fast
 //!   rate; the latest, the baseline alone reaching the top at the slow rate
@@ -30,15 +33,22 @@
 //! (not faster than `max_fill` of the GPU per second: loading weights or a
 //! data set copies at gigabytes a second and stops on its own, while leaks
 //! and growing batches add megabytes to a few hundred megabytes a second);
-//! and the candidate forecasts of the last `hold` all exist and agree (the
-//! moment they predict moves by at most `max_slip` seconds per second): a
-//! cache filling towards a plateau predicts a moment that keeps receding.
+//! it is not levelling off (`decelerating`); the central estimate reaches
+//! at most `max_extrapolation` times the regime's length ahead; and the
+//! candidate forecasts of the last `hold` all exist and agree (the moment
+//! they predict moves by at most `max_slip` seconds per second, a second,
+//! and `max_slip_rel` of the time still to go): growth speeding up (a
+//! warm-up) or slowing down pulls or pushes the moment far more than a
+//! sawtooth's next tooth does. A forecast gone for no longer than `hold`
+//! comes back at once.
 //!
 //! Separately, a GPU whose readings peaked at or above `at_risk_pct` of its
 //! memory within the last `at_risk_window` is **at risk** whether or not
 //! it grows: the caching allocator has taken nearly everything and the next
 //! larger allocation may fail (the driver-level figure is saturated, so no
-//! trend can be seen in it).
+//! trend can be seen in it). There, where the processes publish their
+//! allocator figures, the analyzer forecasts the same way from their
+//! demand instead (`analyzer::demand_delta`).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -67,14 +77,21 @@ pub struct EnvelopeParams {
     pub max_fill: f64,
     /// How long candidates must have agreed before one is shown.
     pub hold: Duration,
-    /// How far (s/s) the predicted moment may move while held.
+    /// How far (s/s) the predicted moment may move while held ...
     pub max_slip: f64,
+    /// ... plus this share of the time still to go.
+    pub max_slip_rel: f64,
     /// The newer half of a regime growing at less than this share of the
     /// older half's rate is a fill levelling off (no forecast) ...
     pub decel: f64,
     /// ... once the regime is this long (shorter halves are too noisy: a
     /// staircase's steps land unevenly).
     pub decel_after: Duration,
+    /// The central estimate may reach at most this many times the
+    /// regime's length ahead: a trend seen for 6 s says nothing about the
+    /// next 15 minutes (a process creating its CUDA context climbs for a
+    /// few seconds).
+    pub max_extrapolation: f64,
     /// A baseline within this share of the GPU of the top is saturated:
     /// no forecast (the at-risk state says it).
     pub saturated_frac: f64,
@@ -95,8 +112,10 @@ impl Default for EnvelopeParams {
             max_fill: 0.015,
             hold: Duration::from_secs(3),
             max_slip: 0.5,
+            max_slip_rel: 0.1,
             decel: 0.5,
             decel_after: Duration::from_secs(24),
+            max_extrapolation: 20.0,
             saturated_frac: 0.0025,
             at_risk_pct: 97.0,
             at_risk_window: Duration::from_secs(30),
@@ -134,18 +153,24 @@ pub(crate) struct Envelope {
     points: VecDeque<Point>,
     /// (t, share of memory at the interval's peak), for the at-risk state.
     fullness: VecDeque<(Millis, f64)>,
-    /// (made_ms, full_at_ms) of the candidates since they began without a
-    /// break.
-    held: VecDeque<(Millis, Millis)>,
+    /// The candidates since they began without a break.
+    held: VecDeque<Held>,
     /// A forecast is being shown.
     shown: bool,
+    /// When a forecast was last shown (since the last level shift).
+    last_shown: Option<Millis>,
     /// Whether `used` is still reaching new highs.
     rises: Rises,
+    /// Why the last sample gave no candidate (a diagnostic for traces).
+    pub(crate) why: &'static str,
+    /// The last candidate, shown or not (a diagnostic for traces).
+    pub(crate) last: Option<Forecast>,
 }
 
 impl Envelope {
     /// Feeds the sample at `t_ms`: memory `m` and the interval's peak of
-    /// `used`. Samples not newer than the last are ignored.
+    /// `used`. Samples not newer than the last are ignored. With `want`
+    /// false the sample is kept but no forecast is made (nor held).
     pub(crate) fn observe(
         &mut self,
         t_ms: Millis,
@@ -153,6 +178,7 @@ impl Envelope {
         peak: Option<u64>,
         gap_s: f64,
         p: &EnvelopeParams,
+        want: bool,
     ) -> Outlook {
         if self.points.back().is_some_and(|b| t_ms <= b.t) || m.total == 0 {
             return Outlook::default();
@@ -167,10 +193,7 @@ impl Envelope {
         let change = self.points.back().map_or(0.0, |last| used - last.used);
         if change.abs() >= p.shift_frac * total {
             // A level shift: what came before says nothing about now.
-            self.points.clear();
-            self.held.clear();
-            self.shown = false;
-            self.rises.clear();
+            self.restart();
             // After a drop (an OOM's process gone) the old peaks say
             // nothing about the risk now.
             if change < 0.0 {
@@ -200,12 +223,42 @@ impl Envelope {
         // A new high is a rise of more than 0.1 % of the GPU.
         self.rises.observe(t_ms, used, total / 1000.0);
         let at_risk_pct = self.fullness(t_ms, m.pct_full(pt.peak as u64), p);
+        if !want {
+            self.why = "not wanted";
+            self.last = None;
+            self.hold(None, p);
+            return Outlook {
+                at_risk_pct,
+                ..Outlook::default()
+            };
+        }
         let candidate = self.candidate(t_ms, m, gap_s, p);
+        self.last = candidate.ok();
+        let candidate = match candidate {
+            Ok(f) => {
+                self.why = "";
+                Some(f)
+            }
+            Err(why) => {
+                self.why = why;
+                None
+            }
+        };
         Outlook {
             forecast: self.hold(candidate, p),
             rate: self.regime_rate(t_ms, p),
             at_risk_pct,
         }
+    }
+
+    /// Forgets the regime (a level shift, or the forecast's basis changed
+    /// between the driver's reading and the allocators' demand).
+    pub(crate) fn restart(&mut self) {
+        self.points.clear();
+        self.held.clear();
+        self.shown = false;
+        self.last_shown = None;
+        self.rises.clear();
     }
 
     fn fullness(&mut self, t_ms: Millis, pct: f64, p: &EnvelopeParams) -> Option<f64> {
@@ -233,20 +286,35 @@ impl Envelope {
     }
 
     /// The forecast the current regime gives, before it is held.
-    fn candidate(&self, t: Millis, m: MemInfo, gap_s: f64, p: &EnvelopeParams) -> Option<Forecast> {
+    fn candidate(
+        &self,
+        t: Millis,
+        m: MemInfo,
+        gap_s: f64,
+        p: &EnvelopeParams,
+    ) -> Result<Forecast, &'static str> {
         let n = self.points.len();
-        let first = self.points.front()?;
+        let first = self.points.front().ok_or("no points")?;
         let span_s = t.saturating_sub(first.t) as f64 / 1000.0;
-        if n < p.min_points || span_s < p.min_regime.as_secs_f64() || !self.rises.current(t) {
-            return None;
+        if n < p.min_points || span_s < p.min_regime.as_secs_f64() {
+            return Err("young regime");
         }
-        let rate = theil_sen(&self.points, span_s / 4.0)?;
+        if !self.rises.current(t) {
+            return Err("no new high");
+        }
+        let rate = theil_sen(&self.points, span_s / 4.0).ok_or("few pairs")?;
         if self.decelerating(span_s, p) {
-            return None;
+            return Err("decelerating");
         }
         let total = m.total as f64;
-        if !(rate.low > 0.0 && rate.bps >= p.min_rate && rate.bps <= p.max_fill * total) {
-            return None;
+        if rate.low <= 0.0 {
+            return Err("slow end <= 0");
+        }
+        if rate.bps < p.min_rate {
+            return Err("too slow");
+        }
+        if rate.bps > p.max_fill * total {
+            return Err("fill");
         }
         // The baseline now: the line through the points, at `t`.
         let mut at_now: Vec<f64> = self
@@ -261,12 +329,29 @@ impl Envelope {
             .iter()
             .map(|q| q.peak - line(q))
             .fold(0.0, f64::max);
+        // The allocation step: the largest rise between two samples in the
+        // newer half of the regime (the older half may hold the tail of the
+        // fill that began it, steps the growth after it does not make).
+        let skip = (n / 2).min(n.saturating_sub(p.min_points));
         let step = self
             .points
             .iter()
-            .zip(self.points.iter().skip(1))
+            .skip(skip)
+            .zip(self.points.iter().skip(skip + 1))
             .map(|(a, b)| b.used - a.used)
             .fold(0.0, f64::max);
+        // A staircase's rate is known to about one step over the span (when
+        // the next step comes is anyone's guess): Sen's interval, made from
+        // pairs that mostly straddle the same few steps, can be narrower.
+        let slack = step / span_s.max(1e-3);
+        let rate = Rate {
+            low: rate.low.min(rate.bps - slack),
+            high: rate.high.max(rate.bps + slack),
+            ..rate
+        };
+        if rate.low <= 0.0 {
+            return Err("one step");
+        }
         // What `used` can reach: everything but the driver's reserve.
         let usable = total - m.reserved as f64;
         let at = |x: f64| x.clamp(0.0, u64::MAX as f64) as u64;
@@ -274,17 +359,20 @@ impl Envelope {
         // Saturated: the allocator holds (nearly) everything and the driver
         // sees no more growth; that is the at-risk state, not a forecast.
         if to_base <= step.max(p.saturated_frac * total) {
-            return None;
+            return Err("saturated");
         }
         let to_peaks = to_base - excursion;
         let room = Room::ordered(m.free, at(to_peaks), at(to_base));
         let eta_s = to_peaks.max(0.0) / rate.bps;
         if !eta_s.is_finite() || eta_s > MAX_HORIZON_S {
-            return None;
+            return Err("beyond horizon");
+        }
+        if eta_s > p.max_extrapolation * span_s {
+            return Err("too far ahead");
         }
         let low_s = (to_peaks - step).max(0.0) / rate.high.max(rate.bps);
         let high_s = to_base.max(0.0) / rate.low + gap_s.max(0.0);
-        Some(Forecast {
+        Ok(Forecast {
             made_ms: t,
             room,
             rate,
@@ -295,20 +383,38 @@ impl Envelope {
     }
 
     /// Whether the newer half of the regime grows at less than `decel`
-    /// of the older half's rate: a cache filling towards a plateau, not a
-    /// leak. Only judged once each half spans `min_regime`.
+    /// of the older half's rate, surely so (the newer half's range all
+    /// below the older's): a cache filling towards a plateau, not a leak.
+    /// Only judged once the regime spans `decel_after`. Falls are taken
+    /// out first: memory given back (`empty_cache()`, or the allocator
+    /// freeing its cache to retry a failed allocation) and taken again is
+    /// not growth slowing down, while a plateau never falls.
     fn decelerating(&self, span_s: f64, p: &EnvelopeParams) -> bool {
         if span_s < p.decel_after.as_secs_f64() {
             return false;
         }
-        let mid = self.points.len() / 2;
-        let older: VecDeque<Point> = self.points.iter().take(mid + 1).copied().collect();
-        let newer: VecDeque<Point> = self.points.iter().skip(mid).copied().collect();
+        let mut fallen = 0.0;
+        let mut prev: Option<f64> = None;
+        let rises: VecDeque<Point> = self
+            .points
+            .iter()
+            .map(|q| {
+                fallen += prev.map_or(0.0, |v| (v - q.used).max(0.0));
+                prev = Some(q.used);
+                Point {
+                    used: q.used + fallen,
+                    ..*q
+                }
+            })
+            .collect();
+        let mid = rises.len() / 2;
+        let older: VecDeque<Point> = rises.iter().take(mid + 1).copied().collect();
+        let newer: VecDeque<Point> = rises.iter().skip(mid).copied().collect();
         match (
             theil_sen(&older, span_s / 8.0),
             theil_sen(&newer, span_s / 8.0),
         ) {
-            (Some(a), Some(b)) => a.bps > 0.0 && b.bps < p.decel * a.bps,
+            (Some(a), Some(b)) => a.bps > 0.0 && b.bps < p.decel * a.bps && b.high < a.low,
             _ => false,
         }
     }
@@ -323,27 +429,71 @@ impl Envelope {
             self.shown = false;
             return None;
         };
-        if self.shown {
+        // A forecast that went away for less than `hold` (the baseline
+        // touched the top for a sample or two, a cache release) comes back
+        // at once: it was steady, and it is not flicker to show it again.
+        let hold = p.hold.as_millis() as u64;
+        if self.shown
+            || self
+                .last_shown
+                .is_some_and(|l| f.made_ms.saturating_sub(l) <= hold)
+        {
+            self.shown = true;
+            self.last_shown = Some(f.made_ms);
             return Some(f);
         }
-        let t = f.made_ms;
-        let full = f.full_at_ms();
-        self.held.push_back((t, full));
-        let hold = p.hold.as_millis() as u64;
+        let now = Held::of(&f);
+        let t = now.made;
+        self.held.push_back(now);
         // Keep one candidate at least `hold` old, and the ones since.
-        while self.held.len() > 1 && t.saturating_sub(self.held[1].0) >= hold {
+        while self.held.len() > 1 && t.saturating_sub(self.held[1].made) >= hold {
             self.held.pop_front();
         }
-        let &(t0, _) = self.held.front()?;
+        let t0 = self.held.front()?.made;
         if t.saturating_sub(t0) < hold {
+            self.why = "holding";
             return None;
         }
-        let steady = self.held.iter().all(|&(ti, fi)| {
-            let allowed = p.max_slip * t.saturating_sub(ti) as f64 + 1000.0;
-            (full as f64 - fi as f64).abs() <= allowed
-        });
+        let steady = self
+            .held
+            .iter()
+            .all(|h| h.agrees(&now, p.max_slip, p.max_slip_rel));
         self.shown = steady;
+        if steady {
+            self.last_shown = Some(t);
+        } else {
+            self.why = "unsteady";
+        }
         steady.then_some(f)
+    }
+}
+
+/// A candidate as [`Envelope::hold`] remembers it: when it was made and
+/// the moment it predicted (unix ms).
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    made: Millis,
+    full: f64,
+}
+
+impl Held {
+    fn of(f: &Forecast) -> Held {
+        Held {
+            made: f.made_ms,
+            full: f.full_at_ms() as f64,
+        }
+    }
+
+    /// Whether `now`, made later, agrees with this one: the moment moved by
+    /// at most `max_slip` seconds per second, a second, and `rel` of the
+    /// time still to go (an extrapolation's moment scatters in proportion
+    /// to how far it reaches: a sawtooth's next peak moves a moment 20 s
+    /// away by a second or two, and that is agreement; a fill speeding up
+    /// or levelling off moves it by much more).
+    fn agrees(&self, now: &Held, max_slip: f64, rel: f64) -> bool {
+        let ahead = (now.full - now.made as f64).max(0.0);
+        let allowed = max_slip * now.made.saturating_sub(self.made) as f64 + 1000.0 + rel * ahead;
+        (now.full - self.full).abs() <= allowed
     }
 }
 

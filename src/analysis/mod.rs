@@ -62,6 +62,10 @@ pub struct AnalysisConfig {
     pub forget_after: Duration,
     /// The GPU forecaster's parameters.
     pub envelope: envelope::EnvelopeParams,
+    /// Forecast a GPU from its processes' allocator figures where they
+    /// publish them (the demand the caching allocator hides from the
+    /// driver; docs/analysis.md), else from the driver's reading alone.
+    pub allocator_demand: bool,
 }
 
 impl AnalysisConfig {
@@ -97,6 +101,7 @@ impl AnalysisConfig {
             burst_level: a.burst_level,
             forget_after: c.sampling.exited_keep,
             envelope: envelope::EnvelopeParams::default(),
+            allocator_demand: true,
         }
     }
 }
@@ -283,6 +288,113 @@ mod tests {
         // GPU 1 left the snapshots: its counts still describe one process.
         let g1 = a.gpu(1).unwrap();
         assert!(g1.growing <= 1 && g1.leaking <= 1, "{g1:?}");
+    }
+
+    /// A GPU of 140 GiB that PyTorch's caching allocator holds at the top
+    /// (139.5 GiB: the driver sees nothing move) while its tensors' peak
+    /// climbs 0.25 GiB/s from 125 GiB: full at 58 s (139.5 GiB of tensors
+    /// and the 0.5 GiB context). With the allocator figures (`torch`) the
+    /// forecast holds that; without, the GPU is only at risk.
+    fn saturated(s: u64, torch: bool) -> Snapshot {
+        use crate::model::alloc::{AllocStats, DeviceAlloc};
+        use std::sync::Arc;
+        let total = 140u64 << 30;
+        let gib = (1u64 << 30) as f64;
+        let used = (139.5 * gib) as u64;
+        let peak = ((125.0 + 0.25 * s as f64) * gib) as u64;
+        let t = 1_000_000 + s * 1000;
+        let stats = AllocStats {
+            schema: 1,
+            pid: 10,
+            t_ms: t,
+            interval_ms: 500,
+            cuda_initialized: true,
+            devices: vec![DeviceAlloc {
+                allocated: peak - (1 << 30),
+                reserved: used - (512 << 20),
+                allocated_peak: peak,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        Snapshot {
+            seq: s,
+            t_ms: t,
+            gpus: vec![GpuSample {
+                index: 0,
+                mem: Some(MemInfo {
+                    used,
+                    reserved: 0,
+                    free: total - used,
+                    total,
+                }),
+                mem_peak: Some(used),
+                ..Default::default()
+            }],
+            procs: vec![ProcSample {
+                pid: 10,
+                start_time: 7,
+                gpu: 0,
+                mem: Some(used),
+                mem_peak: Some(used),
+                torch: torch.then(|| Arc::new(stats)),
+                ..Default::default()
+            }],
+            events: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_saturated_gpu_is_forecast_from_its_allocators_figures() {
+        let oom_ms = 1_000_000 + 58_000;
+        for torch in [true, false] {
+            let mut a = Analyzer::new(&AnalysisConfig::default());
+            let mut shown = Vec::new();
+            for s in 0..50u64 {
+                a.observe(&saturated(s, torch));
+                let g = a.gpu(0).unwrap();
+                assert!(s < 1 || g.at_risk_pct.is_some(), "{s}: {g:?}");
+                if let Some(f) = g.forecast {
+                    shown.push((s, f));
+                }
+            }
+            if !torch {
+                assert!(shown.is_empty(), "{shown:?}");
+                continue;
+            }
+            // Shown within seconds, from then on, each holding the moment.
+            assert!(shown.first().is_some_and(|(s, _)| *s <= 10), "{shown:?}");
+            assert!(shown.len() >= 40, "{}", shown.len());
+            for (s, f) in &shown {
+                assert!(f.contains(oom_ms), "{s}: {f:?}");
+                assert_eq!(f.low_s, 0.0, "at risk: it may fail at once");
+            }
+        }
+        // Turned off, the figures are not used.
+        let cfg = AnalysisConfig {
+            allocator_demand: false,
+            ..Default::default()
+        };
+        let mut a = Analyzer::new(&cfg);
+        for s in 0..50u64 {
+            a.observe(&saturated(s, true));
+            assert!(a.gpu(0).unwrap().forecast.is_none());
+        }
+    }
+
+    #[test]
+    fn a_gpu_without_a_memory_reading_still_raises_its_alerts() {
+        // Lost: no memory reading is used, and the alert still comes.
+        let mut a = Analyzer::new(&AnalysisConfig::default());
+        a.observe(&snap(0, 1 << 30, &[(10, 1 << 30)]));
+        let mut lost = snap(1, 1 << 30, &[]);
+        lost.gpus[0].state = GpuState::Lost;
+        let alerts = a.observe(&lost);
+        assert_eq!(
+            alerts.iter().map(|x| x.kind).collect::<Vec<_>>(),
+            [AlertKind::GpuLost]
+        );
+        assert!(a.gpu(0).is_some_and(|g| g.forecast.is_none()));
     }
 
     #[test]

@@ -107,3 +107,7 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+#[path = "score_trace.rs"]
+mod trace;

@@ -11,6 +11,10 @@ use vramwatch::analysis::truth::{RunScore, Summary};
 use vramwatch::commands::score::{score_file, truth_beside};
 
 fn corpus(set: &str) -> Vec<RunScore> {
+    corpus_with(set, &AnalysisConfig::default())
+}
+
+fn corpus_with(set: &str, cfg: &AnalysisConfig) -> Vec<RunScore> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/corpus")
         .join(set);
@@ -20,11 +24,19 @@ fn corpus(set: &str) -> Vec<RunScore> {
         .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
         .collect();
     files.sort();
-    let cfg = AnalysisConfig::default();
     files
         .iter()
-        .map(|f| score_file(f, &truth_beside(f), &cfg).expect("scores"))
+        .map(|f| score_file(f, &truth_beside(f), cfg).expect("scores"))
         .collect()
+}
+
+/// The driver's figures alone: what a job that does not publish its
+/// allocator's figures (`vramwatch_torch`) gets.
+fn nvml_only() -> AnalysisConfig {
+    AnalysisConfig {
+        allocator_demand: false,
+        ..AnalysisConfig::default()
+    }
 }
 
 #[test]
@@ -32,9 +44,14 @@ fn the_tuning_corpus_scores_at_least_as_well_as_when_tuned() {
     let runs = corpus("tune");
     let s = Summary::of(&runs);
     assert_eq!((s.runs, s.oom_runs, s.checkpoints), (14, 9, 16), "{s:?}");
-    assert!(s.held >= 7, "{s:?}");
-    assert!(s.held + s.at_risk_only >= 12, "{s:?}");
-    assert!(s.shown_by_30 >= 4, "{s:?}");
+    // 14 of 16 held when last tuned (issue 18). The two left:
+    // fragment/default's T−10 s, whose newest snapshot then was still in
+    // the middle of the fill, before any growth could be seen; and
+    // two_proc's T−30 s, whose earliest end came 0.1 s after the OOM (the
+    // transient that killed it was twice any seen before).
+    assert!(s.held >= 14, "{s:?}");
+    assert!(s.held + s.at_risk_only >= 14, "{s:?}");
+    assert!(s.shown_by_30 >= 7, "{s:?}");
     assert!(s.false_alarm_runs <= 1, "{s:?}");
     assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 24.5), "{s:?}");
     // The flat and loading runs stay silent; the known false alarm is the
@@ -42,7 +59,16 @@ fn the_tuning_corpus_scores_at_least_as_well_as_when_tuned() {
     for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
         assert!(r.label.starts_with("kv_plateau"), "{r:?}");
     }
+    // From the driver's figures alone (the saturated runs are at risk,
+    // not forecast): 10 held and 4 at risk.
+    let s = Summary::of(&corpus_with("tune", &nvml_only()));
+    assert!(s.held >= 10 && s.held + s.at_risk_only >= 14, "{s:?}");
+    assert!(s.false_alarm_runs <= 1, "{s:?}");
 }
+
+// The held-out sets were measured, not tuned on: their bounds are what
+// they scored before the tuning of issue 18, so that the test fails if the
+// analysis gets worse on them, without making them a target.
 
 #[test]
 fn the_held_out_corpus_scores_at_least_as_it_did() {
@@ -50,6 +76,7 @@ fn the_held_out_corpus_scores_at_least_as_it_did() {
     assert_eq!((s.runs, s.oom_runs), (8, 4), "{s:?}");
     assert!(s.held >= 1 && s.held + s.at_risk_only >= 3, "{s:?}");
     assert!(s.false_alarm_runs <= 1, "{s:?}");
+    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 20.5), "{s:?}");
 }
 
 #[test]
@@ -58,6 +85,7 @@ fn the_fast_corpus_scores_at_least_as_it_did() {
     assert_eq!((s.runs, s.oom_runs), (14, 9), "{s:?}");
     assert!(s.held >= 2 && s.held + s.at_risk_only >= 7, "{s:?}");
     assert!(s.false_alarm_runs <= 1, "{s:?}");
+    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 20.5), "{s:?}");
 }
 
 #[test]

@@ -22,7 +22,7 @@ fn run(secs: u64, f: impl Fn(u64) -> (f64, f64)) -> Vec<Outlook> {
     (0..secs)
         .map(|s| {
             let (u, pk) = f(s);
-            e.observe(1_000_000 + s * 1000, mem(u), Some(pk as u64), 1.0, &p)
+            e.observe(1_000_000 + s * 1000, mem(u), Some(pk as u64), 1.0, &p, true)
         })
         .collect()
 }
@@ -122,4 +122,124 @@ fn a_staircase_is_forecast_like_the_line_through_it() {
     let o = run(70, f);
     let fc = o[69].forecast.expect("a forecast");
     assert!((fc.rate.bps / GIB - 0.5).abs() < 0.1, "{:?}", fc.rate);
+}
+
+#[test]
+fn a_sawtooth_whose_moment_scatters_is_forecast_early() {
+    // `empty_cache()` every 8 s: 1 GiB/s for 6 s, then back by 2 GiB (the
+    // baseline grows at 0.5 GiB/s), with the peak of each tooth a little
+    // above its reading. Each new tooth moves the predicted moment by a
+    // second or two, which is agreement for a moment ~40 s away.
+    let f = |s: u64| {
+        let tooth = (s % 8) as f64;
+        let u = 110.0 * GIB + 0.5 * GIB * (s - s % 8) as f64 + GIB * tooth.min(6.0) - 2.0 * GIB;
+        (u, u + if s % 8 == 6 { 1.0 * GIB } else { 0.0 })
+    };
+    let o = run(60, f);
+    let first = shown_from(&o).expect("a forecast");
+    assert!(first <= 15, "shown only {first} s in");
+}
+
+#[test]
+fn growth_speeding_up_is_not_forecast_while_its_moment_runs_ahead() {
+    // A warm-up whose allocator segments grow (2, 3, 4.5, 6.5 GiB every
+    // 2 s): every step pulls the predicted moment in by many seconds.
+    let steps = [0.0, 2.0, 5.0, 9.5, 16.0, 25.0, 37.0];
+    let f = |s: u64| {
+        let u = 60.0 * GIB + steps[(s as usize / 2).min(steps.len() - 1)] * GIB;
+        (u, u)
+    };
+    let o = run(14, f);
+    assert_eq!(
+        shown_from(&o),
+        None,
+        "{:?}",
+        o.iter().map(|x| x.forecast).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_few_steps_give_a_rate_known_to_a_step() {
+    // 3 GiB segments every 6 s: after 14 s, two steps seen. The rate's
+    // range is at least a step over the span either side, whatever the
+    // pairs say.
+    let f = |s: u64| {
+        let u = 100.0 * GIB + 3.0 * GIB * (s / 6) as f64;
+        (u, u)
+    };
+    let p = EnvelopeParams::default();
+    let mut e = Envelope::default();
+    let mut last = None;
+    for s in 0..20u64 {
+        let (u, pk) = f(s);
+        e.observe(1_000_000 + s * 1000, mem(u), Some(pk as u64), 1.0, &p, true);
+        last = e.last.or(last);
+    }
+    let fc = last.expect("a candidate");
+    let span = 19.0;
+    assert!(
+        fc.rate.low <= fc.rate.bps - 3.0 * GIB / span + 1.0,
+        "{:?}",
+        fc.rate
+    );
+    assert!(
+        fc.rate.high >= fc.rate.bps + 3.0 * GIB / span - 1.0,
+        "{:?}",
+        fc.rate
+    );
+}
+
+#[test]
+fn a_forecast_gone_for_a_moment_comes_back_at_once() {
+    // A steady forecast; the candidate goes for two samples (the baseline
+    // touched the top, a cache was released) and comes back: shown again
+    // at once, not after another `hold`. Gone for longer than `hold`, it
+    // must agree for `hold` again.
+    let p = EnvelopeParams::default();
+    let fc = |s: u64| Forecast {
+        made_ms: 1_000_000 + s * 1000,
+        room: Room::flat(10 << 30),
+        rate: Rate::exact(GIB),
+        eta_s: 60.0 - s as f64,
+        low_s: 50.0 - s as f64,
+        high_s: Some(70.0 - s as f64),
+    };
+    let mut e = Envelope::default();
+    let shown: Vec<bool> = (0..20u64)
+        .map(|s| {
+            let c = (![8, 9, 13, 14, 15, 16].contains(&s)).then(|| fc(s));
+            e.hold(c, &p).is_some()
+        })
+        .collect();
+    let expect: Vec<bool> = (0..20u64)
+        .map(|s| (3..8).contains(&s) || (10..13).contains(&s) || s >= 20)
+        .collect();
+    assert_eq!(shown, expect);
+}
+
+#[test]
+fn a_cache_released_halfway_is_not_a_plateau() {
+    // 0.25 GiB/s for 40 s; at 30 s the allocator frees 2.5 GiB of cache on
+    // a failed allocation and the climb goes on from there.
+    let f = |s: u64| {
+        let drop = if s >= 30 { 2.5 * GIB } else { 0.0 };
+        let u = 120.0 * GIB + 0.25 * GIB * s as f64 - drop;
+        (u, u)
+    };
+    let o = run(40, f);
+    assert!(
+        o[33..].iter().all(|x| x.forecast.is_some()),
+        "{:?}",
+        o[33..].iter().map(|x| x.forecast).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_process_starting_up_is_not_forecast_weeks_ahead() {
+    // A CUDA context and libraries arriving: ~1.2 GiB in steps over 6 s.
+    let f = |s: u64| {
+        let u = (0.2 + 0.2 * s.min(6) as f64) * GIB;
+        (u, u)
+    };
+    assert_eq!(shown_from(&run(8, f)), None);
 }

@@ -1,0 +1,72 @@
+//! A trace of the GPU forecaster over one recording of the corpus, for
+//! finding out why a checkpoint missed:
+//! `VW_TRACE=tests/fixtures/corpus/tune/NAME.jsonl.zst cargo test --lib
+//! commands::score::trace -- --ignored --nocapture`. (Here, not in
+//! `analysis`, because it reads a recording: `analysis` sits below
+//! `record` in the layers.)
+
+use std::path::Path;
+
+use crate::analysis::truth::Truth;
+use crate::analysis::{AnalysisConfig, Analyzer, Forecast};
+use crate::record::Recording;
+
+#[test]
+#[ignore = "a diagnostic: set VW_TRACE to a recording"]
+fn trace() {
+    let Ok(path) = std::env::var("VW_TRACE") else {
+        return;
+    };
+    let path = Path::new(&path);
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let stem = name.strip_suffix(".jsonl.zst").unwrap();
+    let truth = Truth::read(&path.with_file_name(format!("{stem}.truth.json"))).unwrap();
+    let rec = Recording::open(path).unwrap();
+    let gpu = truth.gpu_in(&rec.system()).unwrap();
+    let cfg = AnalysisConfig::default();
+    let mut a = Analyzer::new(&cfg);
+    let zero = truth.growth_start_unix_ms.unwrap_or(truth.start_unix_ms);
+    let gib = |x: u64| x as f64 / (1u64 << 30) as f64;
+    for snap in rec.iter().filter_map(Result::ok) {
+        let t = snap.t_ms;
+        a.observe(&snap);
+        let g = snap.gpus.iter().find(|g| g.index == gpu).unwrap();
+        let Some(m) = g.mem else { continue };
+        let ga = a.gpu(gpu).unwrap();
+        let (cand, why) = a.envelope_state(gpu).unwrap();
+        let rel = (t as f64 - zero as f64) / 1000.0;
+        let left = truth.oom_unix_ms.map_or("     -".into(), |o| {
+            format!("{:6.1}", (o as f64 - t as f64) / 1000.0)
+        });
+        let fc = |f: Option<Forecast>| {
+            f.map_or(String::new(), |f| {
+                format!(
+                    "{:5.1} ({:5.1}–{}) r {:.2} [{:.2},{:.2}] {}",
+                    f.eta_s,
+                    f.low_s,
+                    f.high_s.map_or("?".into(), |h| format!("{h:5.1}")),
+                    f.rate.bps / (1u64 << 30) as f64,
+                    f.rate.low / (1u64 << 30) as f64,
+                    f.rate.high / (1u64 << 30) as f64,
+                    truth
+                        .oom_unix_ms
+                        .map_or("", |o| if f.contains(o) { "✓" } else { "✗" })
+                )
+            })
+        };
+        let leak = a
+            .processes()
+            .any(|p| p.id.gpu == gpu && p.alive && p.leak.is_some());
+        println!(
+            "{rel:7.1} {left} used {:7.2} peak {:7.2} {} {} {}",
+            gib(m.used),
+            gib(g.mem_peak.unwrap_or(0)),
+            if ga.at_risk_pct.is_some() { "R" } else { " " },
+            if leak { "L" } else { " " },
+            match ga.forecast {
+                Some(f) => format!("SHOWN {}", fc(Some(f))),
+                None => format!("{why:>14} {}", fc(cand)),
+            },
+        );
+    }
+}
