@@ -12,8 +12,14 @@ import unittest
 
 from helpers import child_env, run_child
 
+# The child starts with the dispositions a program launched from a shell
+# has, whatever this test runner inherited (under `nohup`, or in a
+# background job of a non-interactive shell, SIGHUP or SIGINT arrive
+# ignored and a child would inherit that).
 PRELUDE = """
 import os, sys, signal, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 HANDLE = os.environ.get("HANDLE", "1") == "1"
 import fake_torch
 cuda = fake_torch.install()

@@ -11,7 +11,7 @@ use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent, MouseEventKind};
 
 use super::fetch::{Fetched, View, Want};
 use super::layout::{areas, detail_split, host_columns, proc_columns};
-use super::model::{AlertRow, Host, HostDetail, ProcRow};
+use super::model::{AlertRow, Host, HostDetail, ProcRow, Scrape};
 use super::table::{
     self, HostCol, ProcCol, Sort, TableNav, alert_key, host_rows, proc_key, proc_rows,
 };
@@ -219,6 +219,19 @@ impl FleetApp {
     }
     pub fn now_ms(&self) -> Millis {
         self.now_ms
+    }
+
+    /// A host's scrape health as shown: its age as fetched plus the time
+    /// since that fetch, so it keeps growing while refreshes fail.
+    pub fn scrape_shown(&self, h: &Host) -> Scrape {
+        let since = self
+            .status
+            .last_ok_ms
+            .map_or(0, |ok| self.now_ms.saturating_sub(ok));
+        Scrape {
+            health: h.scrape.health,
+            age_s: h.scrape.age_s.map(|a| a + since as f64 / 1000.0),
+        }
     }
 
     /// The table that has the keyboard.

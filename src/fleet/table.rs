@@ -30,7 +30,26 @@ pub enum ProcCol {
     User,
     Memory,
     Growth,
+    /// The leak flag, in a cell of its own so the growth stays aligned.
+    Leak,
     Command,
+}
+
+/// A column of the drill-down's GPU lines (not sortable: GPUs in order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GpuCol {
+    Gpu,
+    Model,
+    /// The bar, "in use / total" and the % (its flexible part is the bar).
+    Memory,
+    Growth,
+    /// The sparklines of memory in use and utilisation.
+    MemHistory,
+    UtilHistory,
+    Util,
+    Temp,
+    Power,
+    FullIn,
 }
 
 /// A table's column and whether it is shown biggest (or worst) first.
@@ -101,13 +120,14 @@ impl HostCol {
 }
 
 impl ProcCol {
-    pub const ALL: [ProcCol; 7] = [
+    pub const ALL: [ProcCol; 8] = [
         ProcCol::Host,
         ProcCol::Gpu,
         ProcCol::Pid,
         ProcCol::User,
         ProcCol::Memory,
         ProcCol::Growth,
+        ProcCol::Leak,
         ProcCol::Command,
     ];
 
@@ -124,13 +144,54 @@ impl ProcCol {
             ProcCol::Pid => s("PID", 7, true, 6),
             ProcCol::User => s("USER", 9, false, 4),
             ProcCol::Memory => s("GPU MEM", 8, true, 10),
-            ProcCol::Growth => s("GROWTH", 12, true, 5),
+            ProcCol::Growth => s("GROWTH", 8, true, 5),
+            ProcCol::Leak => s("LEAK", 4, false, 5),
             ProcCol::Command => s("COMMAND", 10, false, 8),
         }
     }
 
     fn descending_first(self) -> bool {
-        matches!(self, ProcCol::Memory | ProcCol::Growth)
+        matches!(self, ProcCol::Memory | ProcCol::Growth | ProcCol::Leak)
+    }
+}
+
+/// The memory cell's fixed part: " 29.0G / 140G" and " 98%▲".
+pub const GPU_MEMORY_TEXT: u16 = 20;
+
+impl GpuCol {
+    pub const ALL: [GpuCol; 10] = [
+        GpuCol::Gpu,
+        GpuCol::Model,
+        GpuCol::Memory,
+        GpuCol::Growth,
+        GpuCol::MemHistory,
+        GpuCol::UtilHistory,
+        GpuCol::Util,
+        GpuCol::Temp,
+        GpuCol::Power,
+        GpuCol::FullIn,
+    ];
+
+    /// The sparklines' titles add the span they cover ("MEM 10m").
+    pub fn spec(self) -> Spec {
+        let s = |title, width, right, keep| Spec {
+            title,
+            width,
+            right,
+            keep,
+        };
+        match self {
+            GpuCol::Gpu => s("GPU", 3, true, 10),
+            GpuCol::Model => s("MODEL", 6, false, 8),
+            GpuCol::Memory => s("MEMORY", 8 + GPU_MEMORY_TEXT, false, 10),
+            GpuCol::Growth => s("GROWTH", 8, true, 6),
+            GpuCol::MemHistory => s("MEM", 8, false, 2),
+            GpuCol::UtilHistory => s("UTIL", 8, false, 1),
+            GpuCol::Util => s("UTIL", 5, true, 7),
+            GpuCol::Temp => s("TEMP", 5, true, 5),
+            GpuCol::Power => s("POWER", 5, true, 4),
+            GpuCol::FullIn => s("FULL IN", 7, true, 3),
+        }
     }
 }
 
@@ -275,6 +336,7 @@ pub fn proc_rows<'a>(procs: &'a [ProcRow], filter: &str, sort: Sort<ProcCol>) ->
             ProcCol::User => dir(a.user.cmp(&b.user), d),
             ProcCol::Memory => dir(a.mem_bytes.cmp(&b.mem_bytes), d),
             ProcCol::Growth => opt(a.growth_bps, b.growth_bps, d),
+            ProcCol::Leak => dir(a.leak.cmp(&b.leak), d),
             ProcCol::Command => dir(a.command.cmp(&b.command), d),
         };
         o.then_with(|| b.mem_bytes.cmp(&a.mem_bytes))

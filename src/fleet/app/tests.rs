@@ -242,3 +242,31 @@ fn keys_work_while_prometheus_is_unreachable() {
     assert!(!app.help());
     assert_eq!(key(&mut app, KeyCode::Char('q')), Some(Action::Quit));
 }
+
+#[test]
+fn scrape_ages_grow_while_refreshes_fail() {
+    let mut app = loaded(vec![host("a", 50.0, Health::Up)]);
+    let age = |app: &FleetApp| app.scrape_shown(&app.hosts()[0]).age_s;
+    assert_eq!(age(&app), Some(1.0));
+    let mut t = 1_005_000;
+    for _ in 0..3 {
+        app.update(Event::Tick(t));
+        app.update(Event::Fetched {
+            want: Want::Hosts,
+            at_ms: t,
+            result: Err("connection refused".into()),
+        });
+        t += 2_000;
+    }
+    app.update(Event::Tick(1_012_000));
+    // Fetched 1 s old at 1000 s, nothing good since: 13 s old at 1012 s.
+    assert_eq!(age(&app), Some(13.0));
+    assert_eq!(app.scrape_shown(&app.hosts()[0]).health, Health::Up);
+    // A good refresh starts again from Prometheus's own age.
+    app.update(Event::Fetched {
+        want: Want::Hosts,
+        at_ms: 1_012_000,
+        result: Ok(fetched(vec![host("a", 50.0, Health::Up)], View::Hosts)),
+    });
+    assert_eq!(age(&app), Some(1.0));
+}

@@ -6,12 +6,12 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
-use super::{bar, graded, put, scrape_cell, titles};
+use super::{bar, graded, memory_text, put, scrape_cell, titles};
 use crate::fleet::app::{FleetApp, Table};
 use crate::fleet::layout::host_columns;
 use crate::fleet::model::{Health, Host};
 use crate::fleet::table::HostCol;
-use crate::model::units::{MIB, bytes_short, duration_short, rate_short};
+use crate::model::units::{MIB, duration_short, rate_short};
 
 /// Columns that show what only vramwatch reports: on a dcgm-exporter host
 /// they are one "no process data" mark.
@@ -56,8 +56,10 @@ pub(super) fn render(app: &FleetApp, area: Rect, buf: &mut Buffer) {
         .enumerate()
     {
         let y = area.y + 1 + line as u16;
+        // Stale figures are dim: the host's, or all while refreshes fail.
         let mut base = match h.scrape.health {
             Health::Down | Health::Stale => t.dim,
+            _ if app.status().error.is_some() => t.dim,
             _ => t.text,
         };
         if Some(i) == sel {
@@ -119,8 +121,8 @@ fn memory(app: &FleetApp, h: &Host, (x, y): (u16, u16), w: u16, base: Style, buf
         put(buf, (x, y), w, "", false, base);
         return;
     };
-    let text = format!(" {:>5}/{:<5}", bytes_short(used), bytes_short(total));
-    let bar_w = w.saturating_sub(text.len() as u16);
+    let text = format!(" {}", memory_text(used, total, true));
+    let bar_w = w.saturating_sub(text.chars().count() as u16);
     let sev = app
         .config()
         .thresholds
@@ -166,7 +168,7 @@ fn cell(app: &FleetApp, h: &Host, c: HostCol) -> (String, Style) {
         },
         HostCol::Alerts => count(h.alerts, t.crit, t),
         HostCol::Leaks => count(h.leaks, t.crit, t),
-        HostCol::Scrape => scrape_cell(&h.scrape, t),
+        HostCol::Scrape => scrape_cell(&app.scrape_shown(h), t),
     }
 }
 

@@ -194,21 +194,21 @@ fn header(app: &FleetApp, area: Rect, buf: &mut Buffer) {
 }
 
 /// The second line: where the figures come from and how fresh they are,
-/// or why they are not.
+/// or why they are not; cut at a word with "…" when too long.
 fn status(app: &FleetApp, area: Rect, buf: &mut Buffer) {
     let t = app.theme();
     let s = app.status();
     let now = app.now_ms();
     let ago = |ms: u64| duration_short(now.saturating_sub(ms) / 1000);
     let retry = duration_short(s.next_ms.saturating_sub(now).div_ceil(1000));
-    let line = if let Some(e) = &s.error {
+    let spans = if let Some(e) = &s.error {
         let last = s.last_ok_ms.map_or("no data yet".to_owned(), |t| {
             format!("last good data {} ago", ago(t))
         });
-        Line::from(Span::styled(
-            format!(" ⚠ {last}, retry in {retry} · {e}"),
+        vec![Span::styled(
+            format!(" ⚠ {last}, retry in {retry} · {}", short_urls(e)),
             t.warn,
-        ))
+        )]
     } else if let Some(ok) = s.last_ok_ms {
         let sum = Summary::of(app.hosts());
         let mut spans = vec![
@@ -222,18 +222,14 @@ fn status(app: &FleetApp, area: Rect, buf: &mut Buffer) {
                 t.dim,
             ),
             Span::raw(format!(
-                " · {} hosts · {} GPUs · {}/{}",
+                " · {} hosts · {} GPUs · {}",
                 sum.hosts,
                 sum.gpus,
-                bytes_short(sum.used_bytes),
-                bytes_short(sum.total_bytes)
+                memory_text(sum.used_bytes, sum.total_bytes, false)
             )),
         ];
-        if sum.hosts_down + sum.hosts_stale > 0 {
-            spans.push(Span::styled(
-                format!(" · {} down, {} stale", sum.hosts_down, sum.hosts_stale),
-                t.crit,
-            ));
+        if let Some(c) = health_counts(sum.hosts_down, sum.hosts_stale) {
+            spans.push(Span::styled(format!(" · {c}"), t.crit));
         }
         spans.push(Span::styled(
             format!(
@@ -246,16 +242,111 @@ fn status(app: &FleetApp, area: Rect, buf: &mut Buffer) {
             t.dim,
         ));
         if let Some(w) = s.warnings.first() {
-            spans.push(Span::styled(format!(" · ⚠ {w}"), t.warn));
+            spans.push(Span::styled(format!(" · ⚠ {}", short_urls(w)), t.warn));
         }
-        Line::from(spans)
+        spans
     } else {
-        Line::from(Span::styled(
+        vec![Span::styled(
             format!(" connecting to {} …", app.settings().prometheus),
             t.dim,
-        ))
+        )]
     };
-    line.render(area, buf);
+    fit_words(spans, area.width).render(area, buf);
+}
+
+/// Memory in use of the total as everywhere in vramwatch: "29.0G / 140G";
+/// `padded`: each figure in five cells, so a column's slashes line up.
+pub(super) fn memory_text(used: u64, total: u64, padded: bool) -> String {
+    let (u, t) = (bytes_short(used), bytes_short(total));
+    if padded {
+        format!("{u:>5} / {t:<5}")
+    } else {
+        format!("{u} / {t}")
+    }
+}
+
+/// "1 down, 3 stale", leaving out the counts that are zero; `None` when
+/// both are.
+pub(super) fn health_counts(down: usize, stale: usize) -> Option<String> {
+    let parts: Vec<String> = [(down, "down"), (stale, "stale")]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} {what}"))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// `text` with every URL in it cut to its host and port: the path (and a
+/// query, PromQL) left out, so the reason after it fits.
+pub(super) fn short_urls(text: &str) -> String {
+    text.split(' ')
+        .map(|word| {
+            let Some(rest) = word
+                .strip_prefix("http://")
+                .or_else(|| word.strip_prefix("https://"))
+            else {
+                return word.to_owned();
+            };
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let host = rest[..end].trim_end_matches(':');
+            if word.ends_with(':') {
+                format!("{host}:")
+            } else {
+                host.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `spans` in `width` cells: when too long, cut after the last whole word
+/// that leaves room for "…" (mid-word only when no word fits).
+pub(super) fn fit_words(spans: Vec<Span<'static>>, width: u16) -> Line<'static> {
+    let width = width as usize;
+    let cells = |s: &str| Span::raw(s).width();
+    if spans.iter().map(Span::width).sum::<usize>() <= width {
+        return Line::from(spans);
+    }
+    let chars: Vec<(char, usize)> = spans
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| s.content.chars().map(move |c| (c, i)))
+        .collect();
+    // Keep `chars[..cut]`: at a space when one leaves room, else as much
+    // as fits.
+    let (mut at_word, mut fits, mut acc) = (None, 0, 0);
+    for (k, (c, _)) in chars.iter().enumerate() {
+        if acc + 1 > width {
+            break;
+        }
+        fits = k;
+        if *c == ' ' && chars[..k].iter().any(|(c, _)| !c.is_whitespace()) {
+            at_word = Some(k);
+        }
+        acc += cells(&c.to_string());
+    }
+    let mut keep = &chars[..at_word.unwrap_or(fits)];
+    while let Some(((c, _), rest)) = keep.split_last() {
+        if c.is_whitespace() || matches!(c, '·' | ',' | '(') {
+            keep = rest;
+        } else {
+            break;
+        }
+    }
+    let mut out: Vec<Span<'static>> = Vec::new();
+    for (i, s) in spans.iter().enumerate() {
+        let text: String = keep
+            .iter()
+            .filter(|(_, j)| *j == i)
+            .map(|(c, _)| c)
+            .collect();
+        if !text.is_empty() {
+            out.push(Span::styled(text, s.style));
+        }
+    }
+    let style = out.last().map_or(Style::default(), |s| s.style);
+    out.push(Span::styled("…", style));
+    Line::from(out)
 }
 
 /// The bottom line: the filter being typed, or key hints from the key map.
@@ -376,4 +467,82 @@ fn help(app: &FleetApp, area: Rect, buf: &mut Buffer) {
                 .title(Span::styled(" fleet help · Esc or ? to close ", t.title)),
         )
         .render(r, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(l: &Line) -> String {
+        l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn zero_health_counts_are_left_out() {
+        assert_eq!(health_counts(0, 0), None);
+        assert_eq!(health_counts(0, 3).as_deref(), Some("3 stale"));
+        assert_eq!(health_counts(2, 0).as_deref(), Some("2 down"));
+        assert_eq!(health_counts(1, 3).as_deref(), Some("1 down, 3 stale"));
+    }
+
+    #[test]
+    fn long_lines_are_cut_at_a_word_with_an_ellipsis() {
+        let spans = || {
+            vec![
+                Span::raw(" ⚠ last good data 12s ago"),
+                Span::styled(
+                    " · cannot connect: Connection refused (os error 111)",
+                    Style::default(),
+                ),
+            ]
+        };
+        // Fits: as it is.
+        let l = fit_words(spans(), 200);
+        assert_eq!(
+            text(&l),
+            " ⚠ last good data 12s ago · cannot connect: Connection refused (os error 111)"
+        );
+        for w in [20u16, 40, 60, 70, 76] {
+            let l = fit_words(spans(), w);
+            let s = text(&l);
+            assert!(l.width() <= w as usize, "{w}: {s:?}");
+            assert!(s.ends_with('…'), "{w}: {s:?}");
+            let kept = s.trim_end_matches('…');
+            // What is kept ends with a whole word of the original.
+            let full = text(&fit_words(spans(), 200));
+            let next = full[kept.len()..].chars().next();
+            assert!(matches!(next, Some(' ')), "{w}: {s:?}");
+        }
+        assert_eq!(
+            text(&fit_words(spans(), 70)),
+            " ⚠ last good data 12s ago · cannot connect: Connection refused (os…"
+        );
+        assert_eq!(text(&fit_words(spans(), 30)), " ⚠ last good data 12s ago…");
+        // No word fits: cut mid-word.
+        let l = fit_words(vec![Span::raw("abcdefghijklmnop")], 6);
+        assert_eq!(text(&l), "abcde…");
+    }
+
+    #[test]
+    fn urls_in_errors_are_cut_to_host_and_port() {
+        assert_eq!(
+            short_urls("http://127.0.0.1:58981/api/v1/query: cannot connect: refused"),
+            "127.0.0.1:58981: cannot connect: refused"
+        );
+        assert_eq!(
+            short_urls(
+                "Memory: https://prom.example/prometheus/api/v1/query?query=sum(x): HTTP 503"
+            ),
+            "Memory: prom.example: HTTP 503"
+        );
+        assert_eq!(short_urls("no url here"), "no url here");
+    }
+
+    #[test]
+    fn memory_is_spelt_one_way() {
+        let g = 1u64 << 30;
+        assert_eq!(memory_text(29 * g, 140 * g, false), "29.0G / 140G");
+        assert_eq!(memory_text(29 * g, 140 * g, true), "29.0G / 140G ");
+        assert_eq!(memory_text(900 * g, 1120 * g, true), " 900G / 1120G");
+    }
 }

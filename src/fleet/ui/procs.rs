@@ -6,6 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 
 use super::{put, titles};
+use crate::app::cmdline::cut;
 use crate::fleet::app::{FleetApp, Table};
 use crate::fleet::layout::proc_columns;
 use crate::fleet::model::ProcRow;
@@ -79,7 +80,11 @@ pub(super) fn table(app: &FleetApp, area: Rect, rows: &[&ProcRow], which: Table,
         buf.set_style(Rect::new(area.x, y, area.width, 1), base);
         let mut x = area.x;
         for &(c, w) in &cols {
-            let (text, st) = cell(app, p, c);
+            let (mut text, st) = cell(app, p, c);
+            if matches!(c, ProcCol::Host | ProcCol::User | ProcCol::Command) {
+                // The last column ends at the screen's edge.
+                text = cut(&text, w.min(area.right().saturating_sub(x)) as usize);
+            }
             put(buf, (x, y), w, &text, c.spec().right, base.patch(st));
             x += w + 1;
         }
@@ -108,9 +113,9 @@ fn cell(app: &FleetApp, p: &ProcRow, c: ProcCol) -> (String, Style) {
             let g = p.growth_bps.unwrap_or(0.0);
             let rate = rate_short(g.max(0.0));
             let rate = rate.trim_start_matches('+');
+            let hot = if p.leak { t.crit } else { t.warn };
             match p.growth_bps {
-                _ if p.leak => (format!("▲{rate} LEAK"), t.crit),
-                Some(g) if g >= MIB as f64 => (format!("▲{rate}"), t.warn),
+                Some(g) if g >= MIB as f64 => (format!("▲{rate}"), hot),
                 Some(g) if g <= -(MIB as f64) => {
                     (format!("▼{}", rate_short(g).trim_start_matches('-')), t.ok)
                 }
@@ -118,6 +123,8 @@ fn cell(app: &FleetApp, p: &ProcRow, c: ProcCol) -> (String, Style) {
                 None => plain(String::new()),
             }
         }
+        ProcCol::Leak if p.leak => ("LEAK".into(), t.crit),
+        ProcCol::Leak => plain(String::new()),
         ProcCol::Command => plain(p.command.clone()),
     }
 }
