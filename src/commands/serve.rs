@@ -36,6 +36,9 @@ pub fn run(source_args: &SourceArgs, args: &ServeArgs, me: &str) -> Result<()> {
         .build()
         .context("starting the runtime")?;
     let served = rt.block_on(async {
+        // Listen for the signals before the server answers: a SIGTERM sent
+        // as soon as /healthz says 200 must stop it cleanly.
+        let stop = Shutdown::listen()?;
         let server = export::Server::start(listener, pipeline.hub(), Default::default())?;
         let addr = server.local_addr();
         eprintln!(
@@ -43,7 +46,7 @@ pub fn run(source_args: &SourceArgs, args: &ServeArgs, me: &str) -> Result<()> {
             pipeline.system().source,
             shown.as_deref().map_or(String::new(), |s| format!("; {s}"))
         );
-        let stopped = shutdown_signal().await;
+        let stopped = stop.wait().await;
         server.stop().await;
         stopped
     });
@@ -54,13 +57,28 @@ pub fn run(source_args: &SourceArgs, args: &ServeArgs, me: &str) -> Result<()> {
     served
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() -> Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("listening for SIGINT")?,
-        _ = term.recv() => {}
+/// SIGINT and SIGTERM, listened for from the moment it is made (so that
+/// one sent while the rest starts is not lost). Made inside a runtime.
+pub struct Shutdown {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+    pub fn listen() -> Result<Shutdown> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Shutdown {
+            int: signal(SignalKind::interrupt()).context("listening for SIGINT")?,
+            term: signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+        })
     }
-    Ok(())
+
+    /// Resolves on the first SIGINT or SIGTERM.
+    pub async fn wait(mut self) -> Result<()> {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+        Ok(())
+    }
 }

@@ -80,7 +80,7 @@ fn watch(src: &dyn Source, out: &Output, every: Duration) -> Result<()> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async {
-        let stop = super::serve::shutdown_signal();
+        let stop = super::serve::Shutdown::listen()?.wait();
         tokio::pin!(stop);
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
