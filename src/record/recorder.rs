@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use crate::model::{Millis, Snapshot, now_ms};
+use crate::model::{Event, Millis, Snapshot, now_ms};
 use crate::pipeline::{Analyzed, GapCounter, Hub};
 use crate::record::{
     Header, RecordError, RecordWarning, WriteOutcome, Writer, WriterOptions, WriterStats,
@@ -131,7 +131,30 @@ impl Summary {
 pub struct Recorder {
     path: PathBuf,
     stop: Arc<AtomicBool>,
+    notes: Notes,
     thread: std::thread::JoinHandle<Summary>,
+}
+
+/// Events from outside the pipeline (`record -- COMMAND`'s "command
+/// started" and "command exited"), written with the next snapshot the
+/// recorder writes. A note still pending when the recording ends is lost.
+#[derive(Clone, Debug, Default)]
+pub struct Notes(Arc<std::sync::Mutex<Vec<Event>>>);
+
+impl Notes {
+    /// Adds `e` to the next snapshot written.
+    pub fn add(&self, e: Event) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(e);
+        }
+    }
+
+    fn take(&self) -> Vec<Event> {
+        self.0
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
+    }
 }
 
 /// `<dir>/vramwatch-<host>-<YYYYmmdd-HHMMSS>.jsonl[.zst]`.
@@ -190,15 +213,27 @@ impl Recorder {
         let queue = hub.subscribe_all(QUEUE);
         let stop = Arc::new(AtomicBool::new(false));
         let asked = stop.clone();
+        let notes = Notes::default();
+        let pending = notes.clone();
         let thread = std::thread::Builder::new()
             .name("vw-rec".into())
-            .spawn(move || write_all(writer, queue, &asked, on_report))
+            .spawn(move || write_all(writer, queue, &asked, &pending, on_report))
             .map_err(|e| RecordError::io(&path, e))?;
-        Ok(Recorder { path, stop, thread })
+        Ok(Recorder {
+            path,
+            stop,
+            notes,
+            thread,
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Where to add events of one's own to the recording.
+    pub fn notes(&self) -> Notes {
+        self.notes.clone()
     }
 
     /// Stops now (what is already queued is written), finishes the file
@@ -231,11 +266,17 @@ fn write_all(
     mut writer: Writer,
     queue: std::sync::mpsc::Receiver<Arc<Analyzed>>,
     stop: &AtomicBool,
+    notes: &Notes,
     mut on_report: impl FnMut(Report),
 ) -> Summary {
     let mut reporting = Reporting::default();
     let mut write = |a: Arc<Analyzed>| {
-        reporting.write(&mut writer, &a.recorded(), &mut on_report);
+        let mut snap = a.recorded();
+        let extra = notes.take();
+        if !extra.is_empty() {
+            Arc::make_mut(&mut snap).events.extend(extra);
+        }
+        reporting.write(&mut writer, &snap, &mut on_report);
     };
     loop {
         match queue.recv_timeout(STOP_POLL) {

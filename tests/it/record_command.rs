@@ -65,6 +65,23 @@ fn the_command_s_exit_code_is_kept_and_its_run_recorded() {
             "first snapshot {first}, command began {began}"
         );
         assert!(last >= ended, "last snapshot {last}, command ended {ended}");
+        // The recording says when the command started and how it ended.
+        let rec = Recording::open(&out).unwrap();
+        let notes: Vec<(u64, String)> = (0..rec.len())
+            .flat_map(|i| rec.get(i).unwrap().events.clone())
+            .filter(|e| e.message.starts_with("command `sh -c"))
+            .map(|e| (e.t_ms, e.message))
+            .collect();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].1.ends_with(" started"), "{notes:?}");
+        assert!(notes[0].0 <= began + 1000, "{notes:?} began {began}");
+        assert!(
+            notes[1]
+                .1
+                .contains(&format!(") exited with code {code} after ")),
+            "{notes:?}"
+        );
+        assert!(notes[1].0 >= ended, "{notes:?} ended {ended}");
     }
 }
 

@@ -71,6 +71,7 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
         std::io::stderr(),
     );
     let hub = session.pipeline.hub().clone();
+    let notes = session.recorder.notes();
     let waited = rt.block_on(async {
         let mut waiter = Waiter::new(&mut session.reports, &mut status)?;
         let server = match session.listener.take() {
@@ -85,7 +86,13 @@ pub fn run(args: &RecordArgs, src_args: &SourceArgs) -> Result<()> {
         } else {
             let latest = hub.latest();
             let ran = waiter
-                .run_command(&args.command, args.duration, latest, session.interval)
+                .run_command(
+                    &args.command,
+                    args.duration,
+                    latest,
+                    session.interval,
+                    &notes,
+                )
                 .await;
             Some(ran)
         };

@@ -16,9 +16,9 @@ use tokio::time::Instant;
 
 use super::child::{Job, Refused};
 use super::status::Status;
-use crate::model::{Millis, now_ms};
+use crate::model::{Event, EventKind, Millis, now_ms};
 use crate::pipeline::Analyzed;
-use crate::record::recorder::Report;
+use crate::record::recorder::{Notes, Report};
 
 /// The longest the command waits for the first snapshot to be written.
 const START_WAIT: Duration = Duration::from_secs(10);
@@ -105,6 +105,7 @@ impl<'a, W: Write> Waiter<'a, W> {
         duration: Option<Duration>,
         latest: watch::Receiver<Option<Arc<Analyzed>>>,
         interval: Duration,
+        notes: &Notes,
     ) -> Ran {
         if let Some(sig) = self.first_snapshot().await {
             return Ran::NotStarted(sig);
@@ -113,6 +114,10 @@ impl<'a, W: Write> Waiter<'a, W> {
             Ok(job) => job,
             Err(r) => return Ran::Refused(r),
         };
+        notes.add(note(
+            job.pid(),
+            format!("command `{}` (pid {}) started", job.shown, job.pid()),
+        ));
         let status = match self.supervise(&mut job, duration).await {
             Ok(s) => s,
             Err(e) => {
@@ -121,6 +126,16 @@ impl<'a, W: Write> Waiter<'a, W> {
             }
         };
         let took = job.started.elapsed();
+        notes.add(note(
+            job.pid(),
+            format!(
+                "command `{}` (pid {}) {} after {}",
+                job.shown,
+                job.pid(),
+                super::child::describe(status),
+                super::took_text(took)
+            ),
+        ));
         self.last_snapshot(latest, now_ms(), interval * 2 + Duration::from_secs(1))
             .await;
         Ran::Exited {
@@ -266,6 +281,18 @@ impl<'a, W: Write> Waiter<'a, W> {
                 rep = self.reports.recv(), if self.open => self.report(rep),
             }
         }
+    }
+}
+
+/// An event of the command's, sanitised (its command line is the user's,
+/// but may hold anything).
+fn note(pid: u32, message: String) -> Event {
+    Event {
+        t_ms: now_ms(),
+        kind: EventKind::Note,
+        gpu: None,
+        pid: Some(pid),
+        message: crate::sanitize::clean(&message),
     }
 }
 
