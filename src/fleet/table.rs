@@ -77,6 +77,17 @@ pub struct Spec {
     pub keep: u8,
 }
 
+impl Spec {
+    pub const fn new(title: &'static str, width: u16, right: bool, keep: u8) -> Spec {
+        Spec {
+            title,
+            width,
+            right,
+            keep,
+        }
+    }
+}
+
 impl HostCol {
     pub const ALL: [HostCol; 10] = [
         HostCol::Host,
@@ -92,12 +103,7 @@ impl HostCol {
     ];
 
     pub fn spec(self) -> Spec {
-        let s = |title, width, right, keep| Spec {
-            title,
-            width,
-            right,
-            keep,
-        };
+        let s = Spec::new;
         match self {
             HostCol::Host => s("HOST", 10, false, 10),
             HostCol::Gpus => s("GPUS", 5, true, 8),
@@ -132,12 +138,7 @@ impl ProcCol {
     ];
 
     pub fn spec(self) -> Spec {
-        let s = |title, width, right, keep| Spec {
-            title,
-            width,
-            right,
-            keep,
-        };
+        let s = Spec::new;
         match self {
             ProcCol::Host => s("HOST", 10, false, 9),
             ProcCol::Gpu => s("GPU", 4, true, 7),
@@ -174,12 +175,7 @@ impl GpuCol {
 
     /// The sparklines' titles add the span they cover ("MEM 10m").
     pub fn spec(self) -> Spec {
-        let s = |title, width, right, keep| Spec {
-            title,
-            width,
-            right,
-            keep,
-        };
+        let s = Spec::new;
         match self {
             GpuCol::Gpu => s("GPU", 3, true, 10),
             GpuCol::Model => s("MODEL", 6, false, 8),

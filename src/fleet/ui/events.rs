@@ -5,7 +5,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-use super::{put, titles};
+use super::{put, titles, visible};
 use crate::fleet::app::{FleetApp, Table};
 use crate::fleet::model::{AlertRow, AlertSource};
 use crate::model::units::duration_short;
@@ -43,14 +43,8 @@ pub(super) fn render(app: &FleetApp, area: Rect, buf: &mut Buffer) {
     let nav = app.nav(Table::Events);
     let sel = app.selected(Table::Events);
     let body = area.height.saturating_sub(1) as usize;
-    for (line, (i, a)) in rows
-        .iter()
-        .enumerate()
-        .skip(nav.offset)
-        .take(body)
-        .enumerate()
-    {
-        let y = area.y + 1 + line as u16;
+    for (line, i, a) in visible(&rows, nav.offset, body) {
+        let y = area.y + 1 + line;
         let mut base = t.text;
         if Some(i) == sel {
             base = base.patch(t.selected);

@@ -6,7 +6,7 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
-use super::{bar, graded, memory_text, put, scrape_cell, titles};
+use super::{bar, graded, memory_text, put, scrape_cell, titles, visible};
 use crate::fleet::app::{FleetApp, Table};
 use crate::fleet::layout::host_columns;
 use crate::fleet::model::{Health, Host};
@@ -48,14 +48,8 @@ pub(super) fn render(app: &FleetApp, area: Rect, buf: &mut Buffer) {
     let nav = app.nav(Table::Hosts);
     let sel = app.selected(Table::Hosts);
     let body = area.height.saturating_sub(1) as usize;
-    for (line, (i, h)) in rows
-        .iter()
-        .enumerate()
-        .skip(nav.offset)
-        .take(body)
-        .enumerate()
-    {
-        let y = area.y + 1 + line as u16;
+    for (line, i, h) in visible(&rows, nav.offset, body) {
+        let y = area.y + 1 + line;
         // Stale figures are dim: the host's, or all while refreshes fail.
         let mut base = match h.scrape.health {
             Health::Down | Health::Stale => t.dim,

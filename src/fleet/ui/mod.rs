@@ -56,6 +56,21 @@ pub fn render(app: &FleetApp, area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// The rows a table shows: `body` of them from `offset`, each with its
+/// line below the titles (from 0) and its index in `rows`.
+pub(super) fn visible<T>(
+    rows: &[T],
+    offset: usize,
+    body: usize,
+) -> impl Iterator<Item = (u16, usize, &T)> {
+    rows.iter()
+        .enumerate()
+        .skip(offset)
+        .take(body)
+        .enumerate()
+        .map(|(line, (i, r))| (line as u16, i, r))
+}
+
 /// Writes `text` into `w` cells at `x`, right-aligned when asked, cut to
 /// fit.
 pub(super) fn put(

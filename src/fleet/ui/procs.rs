@@ -5,7 +5,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 
-use super::{put, titles};
+use super::{put, titles, visible};
 use crate::app::cmdline::cut;
 use crate::fleet::app::{FleetApp, Table};
 use crate::fleet::layout::proc_columns;
@@ -65,14 +65,8 @@ pub(super) fn table(app: &FleetApp, area: Rect, rows: &[&ProcRow], which: Table,
     let nav = app.nav(which);
     let sel = app.selected(which);
     let body = area.height.saturating_sub(1) as usize;
-    for (line, (i, p)) in rows
-        .iter()
-        .enumerate()
-        .skip(nav.offset)
-        .take(body)
-        .enumerate()
-    {
-        let y = area.y + 1 + line as u16;
+    for (line, i, p) in visible(rows, nav.offset, body) {
+        let y = area.y + 1 + line;
         let mut base = t.text;
         if Some(i) == sel {
             base = base.patch(t.selected);

@@ -32,6 +32,27 @@ fn gpu_label(app: &App, i: usize, selected: bool) -> Span<'static> {
     )
 }
 
+/// GPU `i`'s reading at `slot`; when it has none or is lost, draws
+/// "LOST" after `label` across `area` and gives none.
+fn reading<'a>(
+    app: &'a App,
+    i: usize,
+    slot: u64,
+    label: &Span<'static>,
+    area: Rect,
+    buf: &mut Buffer,
+) -> Option<&'a GpuSample> {
+    let g = app
+        .history()
+        .gpu_at(i, slot)
+        .filter(|g| g.state != GpuState::Lost);
+    if g.is_none() {
+        let lost = Span::styled("LOST: no readings", app.theme().crit);
+        Line::from(vec![label.clone(), lost]).render(area, buf);
+    }
+    g
+}
+
 /// A sparkline of GPU memory (or utilisation) with its label, `w` wide,
 /// at the right end of `row`.
 fn labelled_spark(
@@ -82,12 +103,7 @@ impl Widget for &GpuTwoLine<'_> {
         let w = area.width as usize;
         let label = gpu_label(app, i, self.selected);
         let indent = label.width();
-        let Some(g) = app
-            .history()
-            .gpu_at(i, slot)
-            .filter(|g| g.state != GpuState::Lost)
-        else {
-            Line::from(vec![label, Span::styled("LOST: no readings", t.crit)]).render(area, buf);
+        let Some(g) = reading(app, i, slot, &label, area, buf) else {
             return;
         };
         let row = |n: u16| Rect::new(area.x, area.y + n, area.width, 1);
@@ -187,12 +203,7 @@ impl Widget for &GpuLine<'_> {
         let i = self.index;
         let slot = app.slot().unwrap_or(0);
         let label = gpu_label(app, i, self.selected);
-        let Some(g) = app
-            .history()
-            .gpu_at(i, slot)
-            .filter(|g| g.state != GpuState::Lost)
-        else {
-            Line::from(vec![label, Span::styled("LOST: no readings", t.crit)]).render(area, buf);
+        let Some(g) = reading(app, i, slot, &label, area, buf) else {
             return;
         };
         let w = area.width as usize;
