@@ -13,10 +13,10 @@ mod screens;
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -35,63 +35,12 @@ use vramwatch::theme::{Depth, Theme};
 const MIB: u64 = 1 << 20;
 
 /// A child process killed when the test ends, however it ends.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `GET path` over HTTP/1.0: (status, body).
-fn get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    c.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(c, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
-    let mut raw = Vec::new();
-    c.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Ok((status, body.to_owned()))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
+use crate::prometheus::{Killed, free_port, get};
 
 /// `vramwatch serve --demo SCENARIO` on a free port. One snapshot a minute:
 /// `/metrics` and every scrape during the test show the same figures.
 fn start_vramwatch(scenario: &str) -> (Killed, SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vramwatch"))
-        .args(["serve", "--demo", scenario, "--interval", "60s"])
-        .args(["--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("vramwatch starts");
-    let stderr = child.stderr.take().expect("stderr piped");
-    let child = Killed(child);
-    let mut line = String::new();
-    BufReader::new(stderr)
-        .read_line(&mut line)
-        .expect("vramwatch says where it listens");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split('/').next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
-    (child, addr)
+    crate::prometheus::serve(&["--demo", scenario, "--interval", "60s"])
 }
 
 /// What a node with dcgm-exporter alone serves: its names and labels

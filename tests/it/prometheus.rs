@@ -16,7 +16,7 @@ use serde_json::Value;
 const MIB: u64 = 1 << 20;
 
 /// A child process killed when the test ends, however it ends.
-pub(crate) struct Killed(Child);
+pub(crate) struct Killed(pub(crate) Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -105,7 +105,7 @@ pub(crate) fn query(prom: SocketAddr, q: &str) -> Vec<(HashMap<String, String>, 
         .collect()
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -114,15 +114,16 @@ fn free_port() -> u16 {
 
 /// Starts `vramwatch serve --demo` on a free port; returns it and its address.
 pub(crate) fn start_vramwatch(interval: &str) -> (Killed, SocketAddr) {
+    serve(&["--demo", "--interval", interval])
+}
+
+/// `vramwatch serve ARGS --listen 127.0.0.1:0`; returns it and the address
+/// it says it listens on.
+pub(crate) fn serve(args: &[&str]) -> (Killed, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_vramwatch"))
-        .args([
-            "serve",
-            "--demo",
-            "--interval",
-            interval,
-            "--listen",
-            "127.0.0.1:0",
-        ])
+        .arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
