@@ -14,18 +14,23 @@
 //! - **baseline**: the Theil–Sen line through `used` (pairs at least a
 //!   quarter of the span apart, so a staircase's steps average out), its
 //!   intercept at the 10th percentile (the troughs); the rate's range is
-//!   Sen's 90 % interval, widened to at least one step over the span either
-//!   side (with a few steps seen, when the next one comes is the
-//!   uncertainty, and pairs straddling the same steps hide it);
+//!   Sen's 90 % interval, widened to at least one stair (below) over the
+//!   span either side (with a few steps seen, when the next one comes is
+//!   the uncertainty, and pairs straddling the same steps hide it);
 //! - **excursion**: the largest amount by which a reading (fast-lane peaks
 //!   included) rose above that line: the transient to expect again;
-//! - **step**: the largest rise between two consecutive samples in the
-//!   newer half of the regime (the older half may still hold the tail of
-//!   the fill), the size of the next allocation;
+//! - **allocation**: the largest rise between two consecutive samples in
+//!   the newer half of the regime (the older half may still hold the tail
+//!   of the fill), spikes included: what the next allocation may ask for;
+//! - **stair**: the largest rise of the regime's lower envelope (each
+//!   reading replaced by the lowest from it on) in the newer half: a step
+//!   of the growth that stays, not a transient that falls back. The rate's
+//!   range is widened by one stair over the span either side;
 //! - room at the peaks = usable memory − (baseline now + excursion); the
-//!   central estimate is room / rate; the earliest (room − step) / fast
-//!   rate; the latest, the baseline alone reaching the top at the slow rate
-//!   (the transient may not come again), plus the longest sampling gap.
+//!   central estimate is room / rate; the earliest (room − allocation) /
+//!   fast rate; the latest, the baseline alone reaching the top at the slow
+//!   rate (the transient may not come again), plus the longest sampling
+//!   gap.
 //!
 //! A forecast is **shown** when the growth is sustained and steady:
 //! the regime is at least `min_regime` old; the slow end of the rate is
@@ -40,7 +45,8 @@
 //! and `max_slip_rel` of the time still to go): growth speeding up (a
 //! warm-up) or slowing down pulls or pushes the moment far more than a
 //! sawtooth's next tooth does. A forecast gone for no longer than `hold`
-//! comes back at once.
+//! comes back at once; on a GPU at risk (below) a candidate is shown
+//! without waiting for `hold`.
 //!
 //! Separately, a GPU whose readings peaked at or above `at_risk_pct` of its
 //! memory within the last `at_risk_window` is **at risk** whether or not
@@ -226,7 +232,7 @@ impl Envelope {
         if !want {
             self.why = "not wanted";
             self.last = None;
-            self.hold(None, p);
+            self.hold(None, false, p);
             return Outlook {
                 at_risk_pct,
                 ..Outlook::default()
@@ -245,7 +251,7 @@ impl Envelope {
             }
         };
         Outlook {
-            forecast: self.hold(candidate, p),
+            forecast: self.hold(candidate, at_risk_pct.is_some(), p),
             rate: self.regime_rate(t_ms, p),
             at_risk_pct,
         }
@@ -329,21 +335,26 @@ impl Envelope {
             .iter()
             .map(|q| q.peak - line(q))
             .fold(0.0, f64::max);
-        // The allocation step: the largest rise between two samples in the
-        // newer half of the regime (the older half may hold the tail of the
-        // fill that began it, steps the growth after it does not make).
+        // Two step sizes, both from the newer half of the regime (the older
+        // half may hold the tail of the fill that began it, steps the
+        // growth after it does not make):
+        // - the allocation: the largest rise between two samples, spikes
+        //   included: what the next allocation may ask for on top;
+        // - the stair: the largest rise of the baseline, where the baseline
+        //   at a sample is the lowest reading from it on: a transient (an
+        //   evaluation pass, a retry after the allocator freed its cache)
+        //   that comes and goes is not a step of the growth.
         let skip = (n / 2).min(n.saturating_sub(p.min_points));
-        let step = self
-            .points
-            .iter()
-            .skip(skip)
-            .zip(self.points.iter().skip(skip + 1))
-            .map(|(a, b)| b.used - a.used)
+        let newer = || self.points.iter().skip(skip).map(|q| q.used);
+        let alloc = newer()
+            .zip(newer().skip(1))
+            .map(|(a, b)| b - a)
             .fold(0.0, f64::max);
-        // A staircase's rate is known to about one step over the span (when
-        // the next step comes is anyone's guess): Sen's interval, made from
-        // pairs that mostly straddle the same few steps, can be narrower.
-        let slack = step / span_s.max(1e-3);
+        let stair = persistent_step(newer());
+        // A staircase's rate is known to about one stair over the span (when
+        // the next one comes is anyone's guess): Sen's interval, made from
+        // pairs that mostly straddle the same few stairs, can be narrower.
+        let slack = stair / span_s.max(1e-3);
         let rate = Rate {
             low: rate.low.min(rate.bps - slack),
             high: rate.high.max(rate.bps + slack),
@@ -358,7 +369,7 @@ impl Envelope {
         let to_base = usable - base;
         // Saturated: the allocator holds (nearly) everything and the driver
         // sees no more growth; that is the at-risk state, not a forecast.
-        if to_base <= step.max(p.saturated_frac * total) {
+        if to_base <= alloc.max(p.saturated_frac * total) {
             return Err("saturated");
         }
         let to_peaks = to_base - excursion;
@@ -370,7 +381,7 @@ impl Envelope {
         if eta_s > p.max_extrapolation * span_s {
             return Err("too far ahead");
         }
-        let low_s = (to_peaks - step).max(0.0) / rate.high.max(rate.bps);
+        let low_s = (to_peaks - alloc).max(0.0) / rate.high.max(rate.bps);
         let high_s = to_base.max(0.0) / rate.low + gap_s.max(0.0);
         Ok(Forecast {
             made_ms: t,
@@ -423,7 +434,16 @@ impl Envelope {
     /// shown, it stays for as long as there are candidates (a forecast
     /// reaching "now" predicts a moment that moves with the clock, and
     /// must not vanish for it).
-    fn hold(&mut self, candidate: Option<Forecast>, p: &EnvelopeParams) -> Option<Forecast> {
+    ///
+    /// On a GPU at risk (`at_risk`) a candidate is shown at once: the hold
+    /// keeps a GPU with room from crying wolf over a fill, and one whose
+    /// readings have peaked near the top has no room to wait with.
+    fn hold(
+        &mut self,
+        candidate: Option<Forecast>,
+        at_risk: bool,
+        p: &EnvelopeParams,
+    ) -> Option<Forecast> {
         let Some(f) = candidate else {
             self.held.clear();
             self.shown = false;
@@ -434,6 +454,7 @@ impl Envelope {
         // at once: it was steady, and it is not flicker to show it again.
         let hold = p.hold.as_millis() as u64;
         if self.shown
+            || at_risk
             || self
                 .last_shown
                 .is_some_and(|l| f.made_ms.saturating_sub(l) <= hold)
@@ -552,6 +573,22 @@ impl Rises {
         let stale = (Self::STALE_GAPS * usual).max(Self::STALE_MIN.as_millis() as f64);
         (t_ms.saturating_sub(last) as f64) <= stale
     }
+}
+
+/// The largest rise between consecutive values of the series' lower
+/// envelope (each value replaced by the lowest from it on): the steps that
+/// stay, not the spikes that fall back.
+fn persistent_step(values: impl DoubleEndedIterator<Item = f64>) -> f64 {
+    let mut step = 0.0f64;
+    let mut later_min = f64::INFINITY;
+    for v in values.rev() {
+        let here = v.min(later_min);
+        if later_min.is_finite() {
+            step = step.max(later_min - here);
+        }
+        later_min = here;
+    }
+    step
 }
 
 /// Theil–Sen over pairs at least `min_dt_s` apart (so a staircase's steps

@@ -208,7 +208,7 @@ fn a_forecast_gone_for_a_moment_comes_back_at_once() {
     let shown: Vec<bool> = (0..20u64)
         .map(|s| {
             let c = (![8, 9, 13, 14, 15, 16].contains(&s)).then(|| fc(s));
-            e.hold(c, &p).is_some()
+            e.hold(c, false, &p).is_some()
         })
         .collect();
     let expect: Vec<bool> = (0..20u64)
@@ -242,4 +242,41 @@ fn a_process_starting_up_is_not_forecast_weeks_ahead() {
         (u, u)
     };
     assert_eq!(shown_from(&run(8, f)), None);
+}
+
+#[test]
+fn a_transient_is_not_a_step_of_the_growth() {
+    let g = |v: &[f64]| persistent_step(v.iter().copied());
+    // A staircase: each step stays.
+    assert_eq!(g(&[1.0, 1.0, 3.0, 3.0, 4.0]), 2.0);
+    // A 12-unit eval spike that falls back: the baseline rose by 1.
+    assert_eq!(g(&[10.0, 10.5, 22.5, 22.5, 11.0, 11.0]), 0.5);
+    // A drop (cache released) and the climb after it.
+    assert_eq!(g(&[5.0, 6.0, 4.0, 4.5, 7.0]), 2.5);
+    assert_eq!(g(&[]), 0.0);
+}
+
+#[test]
+fn an_eval_spike_near_the_top_does_not_hide_the_forecast() {
+    // A vision job as recorded on the H200 (corpus after/01, shaped): 124
+    // GiB + 0.25 GiB/s, and a 10 GiB evaluation peak of three samples at
+    // 12 s that falls back. Before, the spike was taken for the next step
+    // of the staircase: the rate's range reached zero ("one step") and no
+    // forecast came until the OOM was 7 s off. Now the GPU at risk shows
+    // it as soon as the spike is over, and the range holds the moment the
+    // baseline plus the spike no longer fit (24 s).
+    let f = |s: u64| {
+        let base = 124.0 * GIB + 0.25 * GIB * s as f64;
+        let u = if (12..15).contains(&s) {
+            base + 10.0 * GIB
+        } else {
+            base
+        };
+        (u, u)
+    };
+    let o = run(18, f);
+    assert!(o[15].at_risk_pct.is_some(), "{:?}", o[15]);
+    let fc = o[15].forecast.expect("shown the sample after the spike");
+    let boundary = 1_000_000 + 24_000;
+    assert!(fc.contains(boundary), "{fc:?}");
 }
