@@ -4,7 +4,7 @@
 use ratatui::layout::Rect;
 
 use crate::app::App;
-use crate::config::Column;
+use crate::config::{Column, DEFAULT_CHART_ROWS};
 
 /// Below this the dashboard asks for a larger terminal.
 pub const MIN_WIDTH: u16 = 50;
@@ -12,11 +12,6 @@ pub const MIN_HEIGHT: u16 = 12;
 
 /// Lines of a full GPU card, borders included, its history chart one row.
 pub const CARD_HEIGHT: u16 = 6;
-/// Rows a full card's history chart grows to at most, out of the rows the
-/// process table leaves. Each row costs terminal bytes, as the chart
-/// scrolls every second: on the sim's `training` at 120×40, 283 bytes/s
-/// with 1 row, 314 with 3, 375 with 8 (`cargo bench --bench render`).
-pub const CHART_MAX_ROWS: u16 = 3;
 /// Lines of a two-line GPU card.
 pub const TWO_LINE_HEIGHT: u16 = 2;
 /// Process rows the overview keeps before the GPU cards get more room.
@@ -126,19 +121,21 @@ pub fn overview(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) 
 /// Rows of each full card's history chart when the table's body has
 /// `body` rows and `listed` processes to show: the rows the table leaves
 /// (it keeps one for "no processes"), split evenly over the `gpus` cards,
-/// up to [`CHART_MAX_ROWS`]; 1 when the processes fill the table.
-pub fn chart_rows(body: u16, listed: usize, gpus: usize) -> u16 {
+/// up to `max` (`[display] chart_rows`); 1 when the processes fill the
+/// table.
+pub fn chart_rows(body: u16, listed: usize, gpus: usize, max: u16) -> u16 {
     if gpus == 0 {
         return 1;
     }
     let need = listed.clamp(1, u16::MAX as usize) as u16;
     let spare = body.saturating_sub(need) as usize;
-    (1 + spare / gpus).min(CHART_MAX_ROWS as usize) as u16
+    (1 + spare / gpus).min(max.max(1) as usize) as u16
 }
 
 /// The overview as drawn with `listed` processes in the table: laid out as
 /// [`overview`], then full cards' charts grow into the table's rows that
-/// the processes leave empty ([`chart_rows`]). The card style, the events
+/// the processes leave empty, up to `chart_max` rows ([`chart_rows`]).
+/// The card style, the events
 /// pane and the timeline stay where [`overview`] puts them; with as many
 /// processes as rows (`usize::MAX`: as many as any) it is [`overview`].
 pub fn overview_for(
@@ -147,13 +144,14 @@ pub fn overview_for(
     show_events: bool,
     replay: bool,
     listed: usize,
+    chart_max: u16,
 ) -> Overview {
     let mut o = overview(size, gpus, show_events, replay);
     if o.style != CardStyle::Full {
         return o;
     }
     let body = o.table.height.saturating_sub(1);
-    let chart = chart_rows(body, listed, gpus);
+    let chart = chart_rows(body, listed, gpus, chart_max);
     // Full cards leave the table its rows: every GPU's card is on screen.
     let grow = (chart - 1) * gpus.min(u16::MAX as usize) as u16;
     if chart == 1 || grow > body {
@@ -184,6 +182,7 @@ pub fn overview_of(app: &App) -> Overview {
         app.nav().show_events,
         app.replaying(),
         listed(app),
+        app.config().display.chart_rows,
     )
 }
 
@@ -244,7 +243,8 @@ pub fn table_body_for(
     replay: bool,
     listed: usize,
 ) -> Rect {
-    let t = overview_for(size, gpus, show_events, replay, listed).table;
+    // The table's own rows: charts grow only into rows it leaves.
+    let t = overview_for(size, gpus, show_events, replay, listed, DEFAULT_CHART_ROWS).table;
     Rect::new(t.x, t.y + 1, t.width, t.height.saturating_sub(1))
 }
 
@@ -372,6 +372,8 @@ pub fn column_spans(cols: &[Column], width: u16) -> Vec<(u16, u16)> {
 mod tests {
     use super::*;
 
+    const CHART_MAX_ROWS: u16 = DEFAULT_CHART_ROWS;
+
     #[test]
     fn cards_fill_the_terminal_by_priority() {
         let style = |size, gpus, ev| card_style(size, gpus, ev, false);
@@ -405,27 +407,27 @@ mod tests {
     fn spare_table_rows_grow_the_charts_evenly_up_to_a_cap() {
         // 4 cards, 32 body rows, 8 processes: 24 spare, 6 more rows each,
         // capped.
-        assert_eq!(chart_rows(32, 8, 4), CHART_MAX_ROWS);
-        assert_eq!(chart_rows(16, 8, 4), 3);
+        assert_eq!(chart_rows(32, 8, 4, CHART_MAX_ROWS), CHART_MAX_ROWS);
+        assert_eq!(chart_rows(16, 8, 4, CHART_MAX_ROWS), 3);
         // What does not split evenly stays with the table.
-        assert_eq!(chart_rows(12, 8, 4), 2);
-        assert_eq!(chart_rows(12, 9, 4), 1);
+        assert_eq!(chart_rows(12, 8, 4, CHART_MAX_ROWS), 2);
+        assert_eq!(chart_rows(12, 9, 4, CHART_MAX_ROWS), 1);
         // Two GPUs on a tall terminal: capped.
-        assert_eq!(chart_rows(44, 3, 2), CHART_MAX_ROWS);
+        assert_eq!(chart_rows(44, 3, 2, CHART_MAX_ROWS), CHART_MAX_ROWS);
         // No processes still leaves the "no processes" line.
-        assert_eq!(chart_rows(9, 0, 1), CHART_MAX_ROWS);
-        assert_eq!(chart_rows(5, 0, 2), 3);
+        assert_eq!(chart_rows(9, 0, 1, CHART_MAX_ROWS), CHART_MAX_ROWS);
+        assert_eq!(chart_rows(5, 0, 2, CHART_MAX_ROWS), 3);
         // Processes that fill the table keep every row.
-        assert_eq!(chart_rows(32, 32, 4), 1);
-        assert_eq!(chart_rows(32, 500, 4), 1);
-        assert_eq!(chart_rows(32, usize::MAX, 4), 1);
-        assert_eq!(chart_rows(32, 8, 0), 1);
+        assert_eq!(chart_rows(32, 32, 4, CHART_MAX_ROWS), 1);
+        assert_eq!(chart_rows(32, 500, 4, CHART_MAX_ROWS), 1);
+        assert_eq!(chart_rows(32, usize::MAX, 4, CHART_MAX_ROWS), 1);
+        assert_eq!(chart_rows(32, 8, 0, CHART_MAX_ROWS), 1);
     }
 
     #[test]
     fn cards_grow_into_the_rows_the_table_leaves() {
         // The demo at 200×60: 4 cards and 8 processes.
-        let o = overview_for((200, 60), 4, false, false, 8);
+        let o = overview_for((200, 60), 4, false, false, 8, CHART_MAX_ROWS);
         assert_eq!(o.chart, CHART_MAX_ROWS);
         assert_eq!(card_height(&o), CARD_HEIGHT + CHART_MAX_ROWS - 1);
         assert_eq!(
@@ -438,7 +440,7 @@ mod tests {
         assert_eq!(o.detail, Some(Rect::new(0, o.table.bottom(), 200, 1)));
         assert!(table_body_for((200, 60), 4, false, false, 8).height >= 8);
         // 120×40: 4 spare rows, one each.
-        let o = overview_for((120, 40), 4, false, false, 8);
+        let o = overview_for((120, 40), 4, false, false, 8, CHART_MAX_ROWS);
         assert_eq!((o.chart, o.table.height), (2, 1 + 8));
         // A full table keeps its rows: the same layout as without processes
         // counted.
@@ -446,30 +448,36 @@ mod tests {
             let plain = overview(size, gpus, ev, false);
             let body = plain.table.height as usize - 1;
             for listed in [body, body + 1, 500, usize::MAX] {
-                assert_eq!(overview_for(size, gpus, ev, false, listed), plain);
+                assert_eq!(
+                    overview_for(size, gpus, ev, false, listed, CHART_MAX_ROWS),
+                    plain
+                );
             }
             assert_eq!(plain.chart, 1);
         }
         // Two GPUs at 200×60: capped charts, the rest stays with the table.
-        let o = overview_for((200, 60), 2, false, false, 3);
+        let o = overview_for((200, 60), 2, false, false, 3, CHART_MAX_ROWS);
         assert_eq!(o.chart, CHART_MAX_ROWS);
         assert!(o.table.height > 1 + 3, "{o:?}");
         // The events pane and the timeline do not move.
         let plain = overview((200, 60), 4, true, true);
-        let o = overview_for((200, 60), 4, true, true, 2);
+        let o = overview_for((200, 60), 4, true, true, 2, CHART_MAX_ROWS);
         assert!(o.chart > 1);
         assert_eq!((o.events, o.timeline), (plain.events, plain.timeline));
         // Two-line and one-line cards do not grow: 80×24 is as it was.
         for (size, gpus) in [((80, 24), 4), ((80, 24), 8), ((120, 40), 8)] {
             let plain = overview(size, gpus, false, false);
             assert_ne!(plain.style, CardStyle::Full);
-            assert_eq!(overview_for(size, gpus, false, false, 0), plain);
+            assert_eq!(
+                overview_for(size, gpus, false, false, 0, CHART_MAX_ROWS),
+                plain
+            );
         }
     }
 
     #[test]
     fn grown_cards_are_found_where_they_are_drawn() {
-        let o = overview_for((200, 60), 4, false, false, 8);
+        let o = overview_for((200, 60), 4, false, false, 8, CHART_MAX_ROWS);
         let slots = gpu_slots(&o, 4, 0);
         assert_eq!(slots.len(), 4);
         let h = CARD_HEIGHT + CHART_MAX_ROWS - 1;
@@ -486,7 +494,7 @@ mod tests {
             ((200, 60), 2, true, true, 1),
             ((200, 60), 8, true, true, 3),
         ] {
-            let o = overview_for(size, gpus, ev, replay, listed);
+            let o = overview_for(size, gpus, ev, replay, listed, CHART_MAX_ROWS);
             let mut used = o.header.height + o.cards.height + o.table.height + o.footer.height;
             used += o.detail.map_or(0, |r| r.height);
             used += o.events.map_or(0, |r| r.height) + o.timeline.map_or(0, |r| r.height);

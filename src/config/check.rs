@@ -19,8 +19,8 @@ use super::units::{
     parse_rate, parse_size,
 };
 use super::{
-    Alerts, ColorDepth, Column, Config, Display, INTERVAL_RANGE, Level, MAX_PROCESS_SERIES, Record,
-    Sampling, Serve, Theme, Thresholds, check_label_name,
+    Alerts, ColorDepth, Column, Config, Display, INTERVAL_RANGE, Level, MAX_CHART_ROWS,
+    MAX_PROCESS_SERIES, Record, Sampling, Serve, Theme, Thresholds, check_label_name,
 };
 
 /// Checks `raw`, adding to `problems` (those found before, by serde, about
@@ -581,6 +581,22 @@ impl Validator<'_> {
             columns,
             mouse: Self::boolean(&r.mouse, d.mouse),
             ascii: Self::boolean(&r.ascii, d.ascii),
+            chart_rows: match &r.chart_rows {
+                None => d.chart_rows,
+                Some(f) => {
+                    let range = 1..=MAX_CHART_ROWS as i64;
+                    let text = format!("a whole number from 1 to {MAX_CHART_ROWS}");
+                    self.in_range(
+                        "[display] chart_rows",
+                        f.span(),
+                        Ok(*f.get_ref()),
+                        &range,
+                        text,
+                        "",
+                    )
+                    .map_or(d.chart_rows, |v| v as u16)
+                }
+            },
         }
     }
 

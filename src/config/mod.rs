@@ -318,7 +318,18 @@ pub struct Display {
     /// and text from other programs with non-ASCII characters as `?`
     /// (`--ascii`).
     pub ascii: bool,
+    /// The most rows each GPU card's history charts grow to when the
+    /// process table leaves rows empty (1: they never grow).
+    pub chart_rows: u16,
 }
+
+/// The largest `[display] chart_rows`.
+pub const MAX_CHART_ROWS: u16 = 8;
+/// `[display] chart_rows` by default. Each row costs terminal bytes, as
+/// the charts scroll every second: on the sim's `training` at 120×40, 283
+/// bytes/s with 1 row, 314 with 3, 375 with 8 (`cargo bench --bench
+/// render`).
+pub const DEFAULT_CHART_ROWS: u16 = 3;
 
 impl Default for Display {
     fn default() -> Self {
@@ -328,6 +339,7 @@ impl Default for Display {
             columns: Column::ALL.to_vec(),
             mouse: true,
             ascii: false,
+            chart_rows: DEFAULT_CHART_ROWS,
         }
     }
 }

@@ -72,6 +72,7 @@ pub(crate) struct RawDisplay {
     pub columns: S<Vec<Spanned<Text<ColumnKind>>>>,
     pub mouse: S<bool>,
     pub ascii: S<bool>,
+    pub chart_rows: S<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -49,6 +49,7 @@ pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
         app.nav().show_events,
         replay,
         layout::listed(app),
+        app.config().display.chart_rows,
     );
     (&header::HeaderBar(app)).render(o.header, buf);
     let body = Rect::new(

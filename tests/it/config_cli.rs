@@ -108,7 +108,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     (
         "long_key",
         &[
-            "{F}:3:1: [display] theme_theme_theme_theme_theme_theme_theme_theme_theme_theme_the\u{2026}: unknown key; valid keys: theme, color, columns, mouse, ascii",
+            "{F}:3:1: [display] theme_theme_theme_theme_theme_theme_theme_theme_theme_theme_the\u{2026}: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows",
         ],
     ),
     (
@@ -160,7 +160,9 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ),
     (
         "unknown_key",
-        &["{F}:4:1: [display] width: unknown key; valid keys: theme, color, columns, mouse, ascii"],
+        &[
+            "{F}:4:1: [display] width: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows",
+        ],
     ),
     (
         "unknown_section",

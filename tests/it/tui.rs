@@ -554,7 +554,7 @@ fn spare_table_rows_go_to_the_cards_charts() {
     assert_eq!(scales, 4, "a scale on every card's chart:\n{t}");
     assert_eq!(
         vramwatch::app::layout::overview_of(&app).chart,
-        vramwatch::app::layout::CHART_MAX_ROWS
+        vramwatch::config::DEFAULT_CHART_ROWS
     );
     // The table's rows and the mouse's: the drawn table is where
     // `overview_of` puts it.
@@ -566,4 +566,15 @@ fn spare_table_rows_go_to_the_cards_charts() {
     assert_eq!(vramwatch::app::layout::overview_of(&app).chart, 1);
     let t = text(&render(&app));
     assert!(!t.contains("│140G "), "{t}");
+    // `[display] chart_rows` caps them: 1 keeps one-row sparklines, 5
+    // lets them take more of the rows the table leaves.
+    for (cap, want) in [(1, 1), (5, 5)] {
+        let mut config = Config::default();
+        config.display.chart_rows = cap;
+        let mut app = fixture::app_with(config, "demo", 1, 90, (200, 60));
+        key(&mut app, KeyCode::Char('g'));
+        assert_eq!(vramwatch::app::layout::overview_of(&app).chart, want);
+        let t = text(&render(&app));
+        assert_eq!(t.contains("│140G "), want > 1, "{t}");
+    }
 }

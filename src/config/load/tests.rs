@@ -315,6 +315,10 @@ fn out_of_range_names_file_line_column_key_and_range() {
         error("[alerts]\nburst_level = 0\n"),
         "c.toml:2:15: [alerts] burst_level = 0: must be a percentage between 1 and 100, or \"off\""
     );
+    assert_eq!(
+        error("[display]\nchart_rows = 0\n"),
+        "c.toml:2:14: [display] chart_rows = 0: must be a whole number from 1 to 8"
+    );
 }
 
 #[test]
@@ -384,7 +388,7 @@ fn unknown_keys_suggest_the_closest() {
     );
     assert_eq!(
         error("[display]\nzzz = 1\n"),
-        "c.toml:2:1: [display] zzz: unknown key; valid keys: theme, color, columns, mouse, ascii"
+        "c.toml:2:1: [display] zzz: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows"
     );
     assert_eq!(
         error("[display]\ninterval = \"1s\"\n"),
