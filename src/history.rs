@@ -43,9 +43,29 @@ pub struct ProcFacts {
     pub command: Option<Arc<str>>,
     pub container: Option<Arc<str>>,
     pub ns_pid: Option<u32>,
+    /// The container's name, and its Kubernetes pod and namespace, where a
+    /// local source says them (they may arrive some rounds after the
+    /// process: the lookup is off the sampler's path).
+    pub container_name: Option<Arc<str>>,
+    pub pod: Option<Arc<str>>,
+    pub namespace: Option<Arc<str>>,
 }
 
 impl ProcFacts {
+    /// The container as the table shows it: its name, else its id.
+    pub fn container_label(&self) -> Option<&str> {
+        self.container_name.as_deref().or(self.container.as_deref())
+    }
+
+    /// `namespace/pod`, or the pod alone, where known.
+    pub fn pod_label(&self) -> Option<String> {
+        let pod = self.pod.as_deref()?;
+        Some(match self.namespace.as_deref() {
+            Some(ns) => format!("{ns}/{pod}"),
+            None => pod.to_string(),
+        })
+    }
+
     /// The best label for the process: its command, else its name, else "?".
     pub fn label(&self) -> &str {
         self.command
@@ -358,6 +378,9 @@ impl History {
                         command: p.command.clone(),
                         container: p.container.clone(),
                         ns_pid: p.ns_pid,
+                        container_name: p.container_name.clone(),
+                        pod: p.pod.clone(),
+                        namespace: p.namespace.clone(),
                     },
                     first_slot: slot,
                     points: VecDeque::new(),
@@ -377,6 +400,15 @@ impl History {
                     series.facts.command = p.command.clone();
                     series.facts.container = p.container.clone();
                     series.facts.ns_pid = p.ns_pid;
+                }
+                // Names come from a lookup that answers rounds later.
+                let f = &mut series.facts;
+                if f.container_name.is_none() && p.container_name.is_some() {
+                    f.container_name = p.container_name.clone();
+                }
+                if f.pod.is_none() && p.pod.is_some() {
+                    f.pod = p.pod.clone();
+                    f.namespace = p.namespace.clone();
                 }
                 series.facts.kind = p.kind;
                 // Pad the slots it was not listed in since last time.
@@ -508,7 +540,10 @@ impl History {
                     cpu_pct: p.cpu_pct,
                     rss: p.rss,
                     torch: p.torch_reserved.and(s.torch.clone()),
-                    // Container names and pods are not kept in history.
+                    container_name: s.facts.container_name.clone(),
+                    pod: s.facts.pod.clone(),
+                    namespace: s.facts.namespace.clone(),
+                    // The pod UID is not kept in history.
                     ..Default::default()
                 })
             })

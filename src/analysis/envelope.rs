@@ -518,63 +518,6 @@ impl Held {
     }
 }
 
-/// Whether a series is still rising: the times it reached a new high
-/// (by more than a tolerance). Growth has stopped once no new high has come
-/// for [`Rises::STALE_GAPS`] times the usual gap between highs (at least
-/// [`Rises::STALE_MIN`]): a warm-up or a fill that has levelled off is not
-/// growth any more, while a staircase with a step every few seconds is.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Rises {
-    high: f64,
-    /// Times of the recent new highs, oldest first.
-    times: VecDeque<Millis>,
-}
-
-impl Rises {
-    /// Gaps kept.
-    const KEEP: usize = 16;
-    pub(crate) const STALE_GAPS: f64 = 3.0;
-    pub(crate) const STALE_MIN: Duration = Duration::from_secs(10);
-
-    /// Notes `v` at `t_ms`; a rise by more than `tol` above the last new
-    /// high is a new high (slow growth adds up to one).
-    pub(crate) fn observe(&mut self, t_ms: Millis, v: f64, tol: f64) {
-        if self.times.is_empty() || v > self.high + tol {
-            self.times.push_back(t_ms);
-            if self.times.len() > Self::KEEP {
-                self.times.pop_front();
-            }
-            self.high = v;
-        }
-    }
-
-    /// Forgets everything (a level shift).
-    pub(crate) fn clear(&mut self) {
-        self.times.clear();
-        self.high = 0.0;
-    }
-
-    /// Whether the series is still rising at `t_ms`.
-    pub(crate) fn current(&self, t_ms: Millis) -> bool {
-        let Some(&last) = self.times.back() else {
-            return false;
-        };
-        let mut gaps: Vec<f64> = self
-            .times
-            .iter()
-            .zip(self.times.iter().skip(1))
-            .map(|(a, b)| b.saturating_sub(*a) as f64)
-            .collect();
-        let usual = if gaps.is_empty() {
-            0.0
-        } else {
-            quantile(&mut gaps, 0.5)
-        };
-        let stale = (Self::STALE_GAPS * usual).max(Self::STALE_MIN.as_millis() as f64);
-        (t_ms.saturating_sub(last) as f64) <= stale
-    }
-}
-
 /// The largest rise between consecutive values of the series' lower
 /// envelope (each value replaced by the lowest from it on): the steps that
 /// stay, not the spikes that fall back.
@@ -618,5 +561,8 @@ fn theil_sen(points: &VecDeque<Point>, min_dt_s: f64) -> Option<Rate> {
     Some(Rate { bps, low, high })
 }
 
+mod rises;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use rises::Rises;

@@ -125,6 +125,9 @@ pub fn matches(s: &ProcSeries, filter: &Filter) -> bool {
         f.name.as_deref(),
         f.user.as_deref(),
         f.container.as_deref(),
+        f.container_name.as_deref(),
+        f.pod.as_deref(),
+        f.namespace.as_deref(),
     ];
     texts
         .into_iter()
@@ -200,7 +203,7 @@ fn compare(a: &Row, b: &Row, column: Column) -> Ordering {
         Column::Gpu => a.id().gpu.cmp(&b.id().gpu),
         Column::Pid => a.id().key.pid.cmp(&b.id().key.pid),
         Column::User => fa.user.cmp(&fb.user),
-        Column::Container => fa.container.cmp(&fb.container),
+        Column::Container => fa.container_label().cmp(&fb.container_label()),
         Column::Kind => fa.kind.letter().cmp(fb.kind.letter()),
         Column::Memory | Column::MemoryPct => cmp_opt(a.mem(), b.mem()),
         Column::Trend => cmp_opt(a.rate, b.rate),

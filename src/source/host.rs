@@ -8,6 +8,7 @@
 
 mod cgroup;
 mod containers;
+mod kubelet_logs;
 
 pub use cgroup::{CgroupFacts, cgroup_facts, container_from_cgroup};
 

@@ -89,6 +89,9 @@ struct SimProc {
     user: &'static str,
     command: String,
     container: Option<&'static str>,
+    /// (namespace, pod, container name), as a Kubernetes node's kubelet
+    /// links say them.
+    pod: Option<(&'static str, &'static str, &'static str)>,
     kind: ProcKind,
     /// Seconds after the scenario starts.
     start: f64,
@@ -499,6 +502,11 @@ impl SimWorld {
             s.name = Some(short_name(&p.command).into());
             s.command = Some(p.command.as_str().into());
             s.container = p.container.map(Into::into);
+            if let Some((ns, pod, name)) = p.pod {
+                s.namespace = Some(ns.into());
+                s.pod = Some(pod.into());
+                s.container_name = Some(name.into());
+            }
             s.cpu_pct = Some(p.cpu_pct * (0.8 + 0.4 * n));
             s.rss = Some(p.rss);
             if p.torch {
@@ -698,6 +706,7 @@ fn proc(
         user,
         command: command.to_owned(),
         container: None,
+        pod: None,
         kind: ProcKind::Compute,
         start: 0.0,
         end: None,
@@ -782,6 +791,7 @@ fn demo() -> Built {
         Busy::Serving,
     );
     serve.container = Some("c41d9e0f5a27");
+    serve.pod = Some(("inference", "llm-serve-0", "vllm"));
     serve.cpu_pct = 45.0;
     serve.rss = 24 * GIB;
     p.push(serve);

@@ -78,7 +78,7 @@ fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
         Column::Gpu => (r.id().gpu.to_string(), None),
         Column::Pid => (r.id().key.pid.to_string(), None),
         Column::User => (f.user.as_deref().unwrap_or("?").to_string(), None),
-        Column::Container => (f.container.as_deref().unwrap_or("-").to_string(), None),
+        Column::Container => (f.container_label().unwrap_or("-").to_string(), None),
         Column::Kind => (f.kind.letter().to_string(), None),
         Column::Memory => (
             r.mem()

@@ -133,8 +133,17 @@ impl ProcessView<'_> {
             Span::styled("  type ", t.label),
             Span::raw(f.kind.letter()),
             Span::styled("  container ", t.label),
-            Span::raw(f.container.as_deref().unwrap_or("-").to_string()),
+            Span::raw(
+                match (f.container_name.as_deref(), f.container.as_deref()) {
+                    (Some(name), Some(id)) if name != id => format!("{name} ({id})"),
+                    (name, id) => name.or(id).unwrap_or("-").to_string(),
+                },
+            ),
         ];
+        if let Some(pod) = f.pod_label() {
+            l1.push(Span::styled("  pod ", t.label));
+            l1.push(Span::raw(pod));
+        }
         if let Some(ns) = f.ns_pid {
             l1.push(Span::styled("  PID in container ", t.label));
             l1.push(Span::raw(ns.to_string()));

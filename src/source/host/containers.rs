@@ -1,6 +1,9 @@
-//! Container and pod names from a local container runtime: the Docker
-//! Engine API over its unix socket (`GET /containers/<id>/json`: `Name`,
-//! and the `io.kubernetes.*` labels dockershim and cri-dockerd set).
+//! Container and pod names from local sources: the kubelet's log links
+//! (`/var/log/containers/<pod>_<namespace>_<container>-<id>.log`, on every
+//! Kubernetes node whatever its runtime: [`super::kubelet_logs`]), then the
+//! Docker Engine API over its unix socket (`GET /containers/<id>/json`:
+//! `Name`, and the `io.kubernetes.*` labels dockershim and cri-dockerd
+//! set).
 //!
 //! Where it runs: the host-facts thread asks [`Names::get`], which answers
 //! from a bounded cache and never waits. A container id not yet known is
@@ -9,8 +12,11 @@
 //! cache at a later round. A failure is remembered for a while; a socket
 //! that is missing, refuses, hangs or answers garbage stops every lookup
 //! for that while, so a node without Docker costs one failed connect a
-//! minute at most and a slow daemon never delays a sampling round.
-//! containerd/CRI (gRPC) and the kubelet's pod list are not asked.
+//! minute at most and a slow daemon never delays a sampling round. On a
+//! node whose log links can be read, a container neither source knows is
+//! asked again after the same while (it may be too young to have a link).
+//! containerd's CRI (gRPC) and the kubelet's API are not asked: the links
+//! say the same names without either.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +30,7 @@ use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 
 use crate::sanitize;
+use crate::source::host::kubelet_logs::{self, KUBELET_LOG_LINKS};
 
 /// The Docker Engine's socket unless `DOCKER_HOST` names another
 /// `unix://` one.
@@ -82,6 +89,8 @@ struct Worker {
 /// Container names by full container id, looked up off the caller's thread.
 pub(crate) struct Names {
     socket: PathBuf,
+    /// The kubelet's log links.
+    logs: PathBuf,
     timeout: Duration,
     backoff: Duration,
     cap: usize,
@@ -98,12 +107,19 @@ impl Names {
             .ok()
             .and_then(|h| h.strip_prefix("unix://").map(PathBuf::from))
             .unwrap_or_else(|| PathBuf::from(DOCKER_SOCKET));
-        Names::new(socket, TIMEOUT, BACKOFF, CAP)
+        Names::new(socket, KUBELET_LOG_LINKS.into(), TIMEOUT, BACKOFF, CAP)
     }
 
-    pub(crate) fn new(socket: PathBuf, timeout: Duration, backoff: Duration, cap: usize) -> Names {
+    pub(crate) fn new(
+        socket: PathBuf,
+        logs: PathBuf,
+        timeout: Duration,
+        backoff: Duration,
+        cap: usize,
+    ) -> Names {
         Names {
             socket,
+            logs,
             timeout,
             backoff,
             cap: cap.max(1),
@@ -132,7 +148,12 @@ impl Names {
             return None;
         }
         if self.worker.is_none() {
-            match spawn(self.socket.clone(), self.timeout, self.backoff) {
+            match spawn(
+                self.socket.clone(),
+                self.logs.clone(),
+                self.timeout,
+                self.backoff,
+            ) {
                 Ok(w) => self.worker = Some(w),
                 Err(_) => {
                     self.down_until = Some(now + self.backoff);
@@ -206,9 +227,15 @@ impl Names {
     }
 }
 
-/// Starts the lookup thread: one lookup at a time, each under `timeout`;
-/// after a socket failure it answers at once (no I/O) for `backoff`.
-fn spawn(socket: PathBuf, timeout: Duration, backoff: Duration) -> std::io::Result<Worker> {
+/// Starts the lookup thread: one lookup at a time, the log links first,
+/// then the socket under `timeout`; after a socket failure the socket is
+/// not asked (no I/O) for `backoff`.
+fn spawn(
+    socket: PathBuf,
+    logs: PathBuf,
+    timeout: Duration,
+    backoff: Duration,
+) -> std::io::Result<Worker> {
     let (tx, requests) = mpsc::sync_channel::<String>(QUEUE);
     let (answers, rx) = mpsc::channel();
     std::thread::Builder::new()
@@ -222,7 +249,14 @@ fn spawn(socket: PathBuf, timeout: Duration, backoff: Duration) -> std::io::Resu
             };
             let mut down_until: Option<Instant> = None;
             while let Ok(id) = requests.recv() {
-                let result = if down_until.is_some_and(|u| Instant::now() < u) {
+                let links = kubelet_logs::lookup(&logs, &id);
+                if let Ok(Some(meta)) = links {
+                    if answers.send((id, Ok(meta))).is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                let mut result = if down_until.is_some_and(|u| Instant::now() < u) {
                     Err(LookupError::Socket)
                 } else {
                     rt.block_on(async {
@@ -233,6 +267,11 @@ fn spawn(socket: PathBuf, timeout: Duration, backoff: Duration) -> std::io::Resu
                 };
                 if matches!(result, Err(LookupError::Socket)) {
                     down_until = Some(Instant::now() + backoff);
+                    // The links are readable (a Kubernetes node) but name
+                    // no such container yet: this one only is retried.
+                    if links.is_ok() {
+                        result = Err(LookupError::Container);
+                    }
                 }
                 if answers.send((id, result)).is_err() {
                     break;
@@ -290,7 +329,7 @@ struct InspectConfig {
     labels: Option<HashMap<String, String>>,
 }
 
-fn clean(s: &str) -> Option<Arc<str>> {
+pub(super) fn clean(s: &str) -> Option<Arc<str>> {
     let s = sanitize::clean_capped(s.trim(), MAX_NAME);
     (!s.is_empty()).then(|| s.into())
 }

@@ -75,7 +75,14 @@ fn serve(b: Behaviour) -> (tempfile::TempDir, PathBuf, Arc<AtomicUsize>) {
 }
 
 fn names(path: PathBuf) -> Names {
-    Names::new(path, Duration::from_millis(300), Duration::from_secs(60), 8)
+    // No log links: the socket alone.
+    Names::new(
+        path,
+        PathBuf::from("/nonexistent/vramwatch-test/log-links"),
+        Duration::from_millis(300),
+        Duration::from_secs(60),
+        8,
+    )
 }
 
 /// Polls until `id` has an answer (a name or a remembered failure), at
@@ -177,6 +184,7 @@ fn inspect_answers_are_sanitised_and_optional() {
 fn the_cache_is_bounded() {
     let mut n = Names::new(
         PathBuf::from("/nonexistent"),
+        PathBuf::from("/nonexistent"),
         Duration::from_millis(100),
         Duration::from_secs(60),
         4,
@@ -202,4 +210,34 @@ fn the_cache_is_bounded() {
     // A new id makes room rather than growing the cache.
     let _ = n.get(&format!("{:064x}", 42), t0 + Duration::from_secs(20));
     assert!(n.cache.len() <= 4);
+}
+
+#[test]
+fn a_kubernetes_node_without_docker_names_pods_from_the_log_links() {
+    // containerd's node: no Docker socket, the kubelet's links.
+    let dir = tempfile::tempdir().unwrap();
+    let links = dir.path().join("containers");
+    std::fs::create_dir(&links).unwrap();
+    std::fs::write(links.join(format!("trainer-0_ml_pytorch-{ID}.log")), b"").unwrap();
+    let mut n = Names::new(
+        dir.path().join("absent.sock"),
+        links.clone(),
+        Duration::from_millis(300),
+        Duration::from_secs(60),
+        8,
+    );
+    let m = settle(&mut n, ID, Duration::from_secs(5)).expect("named from the links");
+    assert_eq!(
+        (m.pod.as_deref(), m.namespace.as_deref(), m.name.as_deref()),
+        (Some("trainer-0"), Some("ml"), Some("pytorch"))
+    );
+    // A container with no link yet: it alone is retried later; lookups of
+    // others go on (the node is not "down" for want of a Docker socket).
+    assert_eq!(settle(&mut n, OTHER, Duration::from_secs(5)), None);
+    assert!(n.down_until.is_none());
+    assert!(matches!(n.cache.get(OTHER), Some(Entry::Failed { .. })));
+    let third = "ab".repeat(32);
+    std::fs::write(links.join(format!("p_ns_c-{third}.log")), b"").unwrap();
+    let m = settle(&mut n, &third, Duration::from_secs(5)).expect("a later container");
+    assert_eq!(m.name.as_deref(), Some("c"));
 }
