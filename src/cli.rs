@@ -156,6 +156,14 @@ pub struct UiArgs {
     #[arg(long)]
     pub read_only: bool,
 
+    /// Draw with ASCII only: no box drawing, blocks or braille.
+    ///
+    /// For terminals and fonts without them; other programs' non-ASCII
+    /// characters show as `?`. `[display] ascii = true` in the config does
+    /// the same.
+    #[arg(long)]
+    pub ascii: bool,
+
     /// Also serve Prometheus metrics on this address (an IP address and
     /// port, e.g. 127.0.0.1:9400).
     #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
@@ -298,6 +306,9 @@ pub struct ReplayArgs {
     /// Colour depth (as the dashboard's --color).
     #[arg(long, value_enum, value_name = "DEPTH")]
     pub color: Option<ColorArg>,
+    /// Draw with ASCII only (as the dashboard's --ascii).
+    #[arg(long)]
+    pub ascii: bool,
     #[command(flatten)]
     pub config: ConfigArg,
 }

@@ -89,6 +89,7 @@ fn run(cli: &Cli) -> Result<()> {
             let src = cli.source_for(None, None, None, Some(&a.config));
             let ui = UiArgs {
                 color: a.color.or(cli.ui.color),
+                ascii: a.ascii || cli.ui.ascii,
                 ..UiArgs::default()
             };
             commands::replay::run(a, &src, &ui, me)

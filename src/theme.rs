@@ -3,6 +3,8 @@
 //! `NO_COLOR`); thresholds also carry a symbol and bold/reverse so they
 //! read without colour.
 
+pub(crate) mod ascii;
+
 use ratatui::style::{Color, Modifier, Style};
 
 use crate::config::{ColorDepth, Severity, Theme as ThemeName};

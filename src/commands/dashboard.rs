@@ -149,6 +149,7 @@ pub fn load_config(source: &SourceArgs, ui: &UiArgs) -> Result<Config> {
             ColorArg::Truecolor => ColorDepth::TrueColor,
         };
     }
+    config.display.ascii |= ui.ascii;
     Ok(config)
 }
 

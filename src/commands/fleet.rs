@@ -43,6 +43,7 @@ pub fn run(args: &FleetArgs, source: &SourceArgs, ui: &UiArgs) -> Result<()> {
     };
     let ui = UiArgs {
         color: args.color.map(color).or(ui.color),
+        ascii: args.ascii || ui.ascii,
         ..UiArgs::default()
     };
     let config = super::dashboard::load_config(&source, &ui)?;

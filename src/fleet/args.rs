@@ -75,6 +75,10 @@ pub struct FleetArgs {
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
 
+    /// Draw with ASCII only; as the dashboard's --ascii.
+    #[arg(long)]
+    pub ascii: bool,
+
     /// Colour depth; as the dashboard's --color.
     #[arg(long, value_enum, value_name = "DEPTH")]
     pub color: Option<Color>,

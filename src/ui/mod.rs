@@ -30,8 +30,15 @@ pub fn draw(frame: &mut Frame, app: &App) {
 }
 
 /// Renders the whole screen into a buffer (what `draw` does; tests and
-/// benchmarks call it directly).
+/// benchmarks call it directly), in ASCII only with `--ascii`.
 pub fn render(app: &App, area: Rect, buf: &mut Buffer) {
+    screen(app, area, buf);
+    if app.config().display.ascii {
+        crate::theme::ascii::asciify(buf);
+    }
+}
+
+fn screen(app: &App, area: Rect, buf: &mut Buffer) {
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         let msg = format!(
             "enlarge the terminal to at least {MIN_WIDTH}×{MIN_HEIGHT} (now {}×{})",

@@ -139,6 +139,7 @@ fn args(url: &str, selector: &str) -> FleetArgs {
         json: false,
         interval: Some(Duration::from_secs(1)),
         config: None,
+        ascii: false,
         color: None,
     }
 }

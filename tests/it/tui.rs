@@ -578,3 +578,33 @@ fn spare_table_rows_go_to_the_cards_charts() {
         assert_eq!(t.contains("│140G "), want > 1, "{t}");
     }
 }
+
+#[test]
+fn ascii_draws_every_screen_with_ascii_only() {
+    // `--ascii` / `[display] ascii = true`: no box drawing, blocks or
+    // braille on any screen, at any size; the layout stays where it was.
+    for size in [(80, 24), (120, 40), (200, 60)] {
+        let mut config = Config::default();
+        config.display.ascii = true;
+        let mut app = fixture::app_with(config, "demo", 1, 90, size);
+        key(&mut app, KeyCode::Char('g'));
+        let mut screens = vec![("overview", render(&app))];
+        key(&mut app, KeyCode::Enter);
+        screens.push(("drill-down", render(&app)));
+        key(&mut app, KeyCode::Esc);
+        key(&mut app, KeyCode::Char('?'));
+        screens.push(("help", render(&app)));
+        for (name, buf) in &screens {
+            let t = text(buf);
+            assert!(t.is_ascii(), "{name} {size:?}:\n{t}");
+            // The same cells as the drawing it stands in for.
+            assert_eq!(t.lines().count(), size.1 as usize);
+        }
+        if size == (120, 40) {
+            insta::assert_snapshot!("overview_ascii_120x40", text(&screens[0].1));
+        }
+        // The plain drawing does use box drawing and blocks.
+        let plain = text(&render(&fixture::app("demo", 1, 90, size)));
+        assert!(!plain.is_ascii());
+    }
+}

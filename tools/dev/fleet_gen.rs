@@ -503,6 +503,7 @@ fn bench(o: &Opts, dir: &Path, om: &Path) {
         // The default interval: the last-good-scrape subquery's step.
         interval: None,
         config: None,
+        ascii: false,
         color: None,
     };
     let opts = Options::resolve(&args, |_| None).unwrap();

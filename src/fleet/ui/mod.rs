@@ -29,8 +29,15 @@ pub fn draw(frame: &mut Frame, app: &FleetApp) {
 }
 
 /// Renders the whole screen into a buffer (tests and the benchmark call
-/// it directly).
+/// it directly), in ASCII only with `--ascii`.
 pub fn render(app: &FleetApp, area: Rect, buf: &mut Buffer) {
+    screen(app, area, buf);
+    if app.config().display.ascii {
+        crate::theme::ascii::asciify(buf);
+    }
+}
+
+fn screen(app: &FleetApp, area: Rect, buf: &mut Buffer) {
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         let msg = format!(
             "enlarge the terminal to at least {MIN_WIDTH}×{MIN_HEIGHT} (now {}×{})",

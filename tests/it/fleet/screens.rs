@@ -207,3 +207,16 @@ fn the_status_line_says_when_prometheus_fails() {
     assert!(text.contains("gpu-a01"), "{text}");
     snap("error_100x20", text);
 }
+
+#[test]
+fn ascii_draws_the_fleet_with_ascii_only() {
+    let mut s = settings(Duration::from_secs(5));
+    s.config.display.ascii = true;
+    let mut app = FleetApp::new(s);
+    app.update(Event::Resize(140, 40));
+    feed(&mut app, Want::Hosts, 1_767_225_600_000, fixed(View::Hosts));
+    let t = screen(&app);
+    assert!(t.is_ascii(), "{t}");
+    assert!(t.contains("gpu-a01"), "{t}");
+    assert!(!screen(&fixed_app((140, 40))).is_ascii());
+}
