@@ -435,6 +435,18 @@ impl Analyzer {
             // still hold a fill that ended seconds ago.
             if let Some(r) = outlook.rate {
                 tr.a.rate = Some(r);
+                // The phase comes from the 30 s window, which may still
+                // hold the growth before a level shift (an OOM's process
+                // gone): "growing" at the regime's +0 B/s since is no
+                // trend, so it is not known yet.
+                let contrary = match tr.a.phase {
+                    Phase::Growing => r.bps <= 0.0,
+                    Phase::Shrinking => r.bps >= 0.0,
+                    _ => false,
+                };
+                if contrary {
+                    tr.a.phase = Phase::Unknown;
+                }
             }
             out.extend(tr.alerts.check(t, g, tr.a.forecast.as_ref(), &cfg.levels));
         }

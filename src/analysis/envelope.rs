@@ -191,7 +191,7 @@ impl Envelope {
         }
         let used = m.used as f64;
         let total = m.total as f64;
-        let pt = Point {
+        let mut pt = Point {
             t: t_ms,
             used,
             peak: peak.map_or(used, |x| (x as f64).max(used)),
@@ -201,9 +201,11 @@ impl Envelope {
             // A level shift: what came before says nothing about now.
             self.restart();
             // After a drop (an OOM's process gone) the old peaks say
-            // nothing about the risk now.
+            // nothing about the risk now, nor does the interval's peak:
+            // it was read before the drop.
             if change < 0.0 {
                 self.fullness.clear();
+                pt.peak = used;
             }
         }
         // At most `MAX_POINTS` points span the window: a faster sample

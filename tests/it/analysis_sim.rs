@@ -461,3 +461,31 @@ fn gpu_workload_leak_role_is_flagged_within_20_s_and_cleared_at_its_cap() {
         assert!(card.ooms.is_empty());
     }
 }
+
+#[test]
+fn a_gpu_is_never_growing_at_a_rate_of_zero_or_less() {
+    // The demo's GPU 1 runs into OOM at ~90 s and its job restarts: the
+    // 30 s window still holds the growth before the drop while the rate
+    // since the drop is flat. The card said "growing +0B/s" there.
+    let w = SimWorld::new("demo", 1, T0).unwrap();
+    let mut a = vramwatch::analysis::Analyzer::new(&AnalysisConfig::default());
+    let mut dropped = false;
+    let mut last = 0u64;
+    for s in 0..=240u64 {
+        let snap = w.snapshot(s, T0 + s * 1000, "me");
+        let used = snap.gpus[1].mem.map_or(0, |m| m.used);
+        dropped |= used + (20 << 30) < last;
+        last = used;
+        a.observe(&snap);
+        for g in 0..4 {
+            let x = a.gpu(g).unwrap();
+            let r = x.rate.map_or(0.0, |r| r.bps);
+            match x.phase {
+                Phase::Growing => assert!(r > 0.0, "GPU {g} at {s}: growing at {r}"),
+                Phase::Shrinking => assert!(r < 0.0, "GPU {g} at {s}: shrinking at {r}"),
+                _ => {}
+            }
+        }
+    }
+    assert!(dropped, "the demo's OOM drop happened");
+}

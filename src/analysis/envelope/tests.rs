@@ -280,3 +280,30 @@ fn an_eval_spike_near_the_top_does_not_hide_the_forecast() {
     let boundary = 1_000_000 + 24_000;
     assert!(fc.contains(boundary), "{fc:?}");
 }
+
+#[test]
+fn after_an_oom_the_peak_before_the_drop_is_forgotten() {
+    // A leak reaches the top (139.5 GiB), its process dies: `used` drops to
+    // 97 GiB while the interval's peak still says 139.5. The restarted job
+    // then leaks again at 0.5 GiB/s from 97 GiB.
+    let f = |s: u64| match s {
+        0..=29 => {
+            let u = 110.0 * GIB + GIB * s as f64;
+            (u, u)
+        }
+        30 => (97.0 * GIB, 139.5 * GIB),
+        _ => {
+            let u = 97.0 * GIB + 0.5 * GIB * (s - 30) as f64;
+            (u, u)
+        }
+    };
+    let o = run(45, f);
+    assert!(o[29].at_risk_pct.is_some());
+    for (s, x) in o.iter().enumerate().skip(30) {
+        assert!(x.at_risk_pct.is_none(), "{s}: {x:?}");
+        if let Some(fc) = x.forecast {
+            // Full at 97 + 0.5 t = 140: ~86 s after the restart.
+            assert!(fc.eta_s > 30.0, "{s}: {fc:?}");
+        }
+    }
+}
