@@ -129,6 +129,10 @@ impl Default for EnvelopeParams {
     }
 }
 
+/// A level closer than this share of the GPU to the memory in use now is
+/// not worth saying.
+const LEVEL_MIN: f64 = 0.02;
+
 /// Most points a regime keeps (pairs cost O(n²)).
 const MAX_POINTS: usize = 120;
 
@@ -151,6 +155,9 @@ pub(crate) struct Outlook {
     /// The highest share of memory read within `at_risk_window`, when it
     /// is at or above `at_risk_pct`.
     pub at_risk_pct: Option<f64>,
+    /// Where a fill that is levelling off will level, bytes (no forecast
+    /// is made for it: [`Envelope::levelling`]).
+    pub levels_at: Option<f64>,
 }
 
 /// The forecaster of one GPU.
@@ -252,10 +259,14 @@ impl Envelope {
                 None
             }
         };
+        let levels_at = (self.why == "decelerating")
+            .then(|| self.levelling(t_ms, m, p))
+            .flatten();
         Outlook {
             forecast: self.hold(candidate, at_risk_pct.is_some(), p),
             rate: self.regime_rate(t_ms, p),
             at_risk_pct,
+            levels_at,
         }
     }
 
@@ -403,8 +414,14 @@ impl Envelope {
     /// freeing its cache to retry a failed allocation) and taken again is
     /// not growth slowing down, while a plateau never falls.
     fn decelerating(&self, span_s: f64, p: &EnvelopeParams) -> bool {
+        self.deceleration(span_s, p).is_some()
+    }
+
+    /// The older and newer halves' rates when the regime is decelerating
+    /// ([`Envelope::decelerating`]).
+    fn deceleration(&self, span_s: f64, p: &EnvelopeParams) -> Option<(Rate, Rate)> {
         if span_s < p.decel_after.as_secs_f64() {
-            return false;
+            return None;
         }
         let mut fallen = 0.0;
         let mut prev: Option<f64> = None;
@@ -423,13 +440,34 @@ impl Envelope {
         let mid = rises.len() / 2;
         let older: VecDeque<Point> = rises.iter().take(mid + 1).copied().collect();
         let newer: VecDeque<Point> = rises.iter().skip(mid).copied().collect();
-        match (
-            theil_sen(&older, span_s / 8.0),
-            theil_sen(&newer, span_s / 8.0),
-        ) {
-            (Some(a), Some(b)) => a.bps > 0.0 && b.bps < p.decel * a.bps && b.high < a.low,
-            _ => false,
+        let a = theil_sen(&older, span_s / 8.0)?;
+        let b = theil_sen(&newer, span_s / 8.0)?;
+        (a.bps > 0.0 && b.bps < p.decel * a.bps && b.high < a.low).then_some((a, b))
+    }
+
+    /// Where a decelerating fill levels off, bytes: taken as an approach to
+    /// a plateau, `used = P − A·e^(−t/τ)`, whose rate falls from the older
+    /// half's `a` to the newer half's `b` over half the regime `h`: τ =
+    /// h / ln(a/b), the rate now `b·√(b/a)` (a quarter of the regime after
+    /// the newer half's middle), and what is left to come `rate now × τ`.
+    /// `None` unless decelerating and still growing, when the plateau
+    /// would not fit on the GPU (that is no plateau), or when it is within
+    /// [`LEVEL_MIN`] of the GPU of where the memory is now (it has levelled
+    /// off already).
+    fn levelling(&self, t: Millis, m: MemInfo, p: &EnvelopeParams) -> Option<f64> {
+        let first = self.points.front()?;
+        let last = self.points.back()?;
+        let span_s = t.saturating_sub(first.t) as f64 / 1000.0;
+        let (a, b) = self.deceleration(span_s, p)?;
+        if b.bps <= 0.0 {
+            return None;
         }
+        let q = b.bps / a.bps;
+        let tau = (span_s / 2.0) / (1.0 / q).ln();
+        let plateau = last.used + b.bps * q.sqrt() * tau;
+        let usable = m.total.saturating_sub(m.reserved) as f64;
+        let ahead = plateau - last.used >= LEVEL_MIN * m.total as f64;
+        (plateau.is_finite() && plateau < usable && ahead).then_some(plateau)
     }
 
     /// Shows `candidate` once candidates have agreed for `hold`; once

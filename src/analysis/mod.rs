@@ -131,6 +131,9 @@ pub struct GpuAssessment {
     /// The highest share of its memory read recently (%), when that is so
     /// close to full that the next larger allocation may fail.
     pub at_risk_pct: Option<f64>,
+    /// Where memory that is filling ever more slowly (a cache filling
+    /// towards a plateau) will level off, bytes; no forecast is made then.
+    pub levels_at: Option<u64>,
     /// Live processes on it that are growing / flagged leaking.
     pub growing: u32,
     pub leaking: u32,

@@ -81,6 +81,8 @@ pub struct GpuInsight {
     /// The recent peak share of its memory (%) while the GPU is at risk:
     /// so close to full that the next larger allocation may fail.
     pub at_risk_pct: Option<f64>,
+    /// Where a fill that is slowing down will level off, bytes.
+    pub levels_at: Option<u64>,
 }
 
 /// What the analysis says about a process.

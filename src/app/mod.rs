@@ -270,6 +270,7 @@ impl App {
             phase: g.phase,
             full_in: g.forecast.as_ref().map(|f| Eta::of(f, now)),
             at_risk_pct: g.at_risk_pct,
+            levels_at: g.levels_at,
         })
     }
 

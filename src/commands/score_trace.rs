@@ -58,9 +58,11 @@ fn trace() {
             .processes()
             .any(|p| p.id.gpu == gpu && p.alive && p.leak.is_some());
         println!(
-            "{rel:7.1} {left} used {:7.2} peak {:7.2} {} {} {}",
+            "{rel:7.1} {left} used {:7.2} peak {:7.2} {}{} {} {}",
             gib(m.used),
             gib(g.mem_peak.unwrap_or(0)),
+            ga.levels_at
+                .map_or(String::new(), |l| format!("levels {:.1} ", gib(l))),
             if ga.at_risk_pct.is_some() { "R" } else { " " },
             if leak { "L" } else { " " },
             match ga.forecast {

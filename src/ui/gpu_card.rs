@@ -310,6 +310,14 @@ fn outlook(app: &App, ins: &GpuInsight, short: bool) -> Vec<Span<'static>> {
             format!("at risk (peaks {pct:.0}%)")
         };
         out.extend(value(text, Severity::Critical, t));
+    } else if let Some(b) = ins.levels_at {
+        let label = if short {
+            "  levels ~"
+        } else {
+            "  levelling off at ~"
+        };
+        out.push(Span::styled(label, t.label));
+        out.push(Span::raw(bytes_short(b)));
     }
     out
 }

@@ -307,3 +307,33 @@ fn after_an_oom_the_peak_before_the_drop_is_forgotten() {
         }
     }
 }
+
+#[test]
+fn a_fill_slowing_down_says_where_it_levels_off() {
+    // A cache filling towards 100 GiB with a 20 s time constant, from 20
+    // GiB: no forecast, and once it is surely slowing down, a level near
+    // the plateau.
+    let f = |s: u64| {
+        let u = (20.0 + 80.0 * (1.0 - (-(s as f64) / 20.0).exp())) * GIB;
+        (u, u)
+    };
+    let o = run(70, f);
+    let first = o
+        .iter()
+        .position(|x| x.levels_at.is_some())
+        .expect("a level");
+    assert!(first <= 40, "first at {first}");
+    for (s, x) in o.iter().enumerate().skip(first) {
+        assert!(x.forecast.is_none(), "{s}: {x:?}");
+        if let Some(l) = x.levels_at {
+            let gib = l / GIB;
+            assert!((85.0..=115.0).contains(&gib), "{s}: levels at {gib:.1} GiB");
+        }
+    }
+    // A steady leak never gets one.
+    let leak = run(60, |s| {
+        let u = 60.0 * GIB + 0.5 * GIB * s as f64;
+        (u, u)
+    });
+    assert!(leak.iter().all(|x| x.levels_at.is_none()));
+}

@@ -11,7 +11,7 @@ use super::{
     util_pct, with_bar,
 };
 use crate::analysis::Phase;
-use crate::app::{App, Pane};
+use crate::app::{App, GpuInsight, Pane};
 use crate::history::Agg;
 use crate::model::units::{MIB, bytes_short, rate_short};
 use crate::model::{GpuSample, GpuState, MemInfo};
@@ -239,6 +239,11 @@ impl Widget for &GpuLine<'_> {
                     )],
                 ));
             }
+            // One line has no room for where a fill levels off.
+            let ins = GpuInsight {
+                levels_at: None,
+                ..ins
+            };
             let o = outlook(app, &ins, true);
             if !o.is_empty() {
                 after.push((9, o));
