@@ -122,6 +122,14 @@ impl Validator<'_> {
         }
     }
 
+    /// A whole-number key: its value when given and within `range`; a
+    /// problem reported (and `None`) when outside it.
+    fn whole(&mut self, f: &S<i64>, label: &str, range: RangeInclusive<i64>) -> Option<i64> {
+        let f = f.as_ref()?;
+        let text = format!("a whole number from {} to {}", range.start(), range.end());
+        self.in_range(label, f.span(), Ok(*f.get_ref()), &range, text, "")
+    }
+
     /// A parsed value if it lies in `range`. Otherwise the problem, naming
     /// the key, the value as written and what it must be (`also` ends both
     /// messages, e.g. `, or "off"`), and `None`.
@@ -581,22 +589,13 @@ impl Validator<'_> {
             columns,
             mouse: Self::boolean(&r.mouse, d.mouse),
             ascii: Self::boolean(&r.ascii, d.ascii),
-            chart_rows: match &r.chart_rows {
-                None => d.chart_rows,
-                Some(f) => {
-                    let range = 1..=MAX_CHART_ROWS as i64;
-                    let text = format!("a whole number from 1 to {MAX_CHART_ROWS}");
-                    self.in_range(
-                        "[display] chart_rows",
-                        f.span(),
-                        Ok(*f.get_ref()),
-                        &range,
-                        text,
-                        "",
-                    )
-                    .map_or(d.chart_rows, |v| v as u16)
-                }
-            },
+            chart_rows: self
+                .whole(
+                    &r.chart_rows,
+                    "[display] chart_rows",
+                    1..=MAX_CHART_ROWS as i64,
+                )
+                .map_or(d.chart_rows, |v| v as u16),
         }
     }
 
@@ -724,22 +723,13 @@ impl Validator<'_> {
                 }
             },
         };
-        let max_process_series = match &r.max_process_series {
-            None => d.max_process_series,
-            Some(f) => {
-                let range = 0..=MAX_PROCESS_SERIES as i64;
-                let text = format!("a whole number from 0 to {MAX_PROCESS_SERIES}");
-                self.in_range(
-                    "[serve] max_process_series",
-                    f.span(),
-                    Ok(*f.get_ref()),
-                    &range,
-                    text,
-                    "",
-                )
-                .map_or(d.max_process_series, |v| v as usize)
-            }
-        };
+        let max_process_series = self
+            .whole(
+                &r.max_process_series,
+                "[serve] max_process_series",
+                0..=MAX_PROCESS_SERIES as i64,
+            )
+            .map_or(d.max_process_series, |v| v as usize);
         Serve {
             listen,
             hostname_label,
