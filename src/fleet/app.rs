@@ -37,6 +37,23 @@ pub struct FleetSettings {
     pub top: usize,
 }
 
+#[cfg(test)]
+impl FleetSettings {
+    /// Plain settings for tests: no colour, UTC, a 5 s interval.
+    pub(crate) fn for_tests() -> FleetSettings {
+        let config = Config::default();
+        FleetSettings {
+            theme: Theme::new(config.display.theme, crate::theme::Depth::None),
+            clock: Clock::Utc,
+            prometheus: "http://p:9090".into(),
+            selector: String::new(),
+            interval: Duration::from_secs(5),
+            top: 50,
+            config,
+        }
+    }
+}
+
 /// The top-level screens, in Tab order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tab {

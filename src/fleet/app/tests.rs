@@ -9,16 +9,7 @@ use super::*;
 use crate::fleet::model::{Health, HostDetail, Scrape};
 
 fn settings() -> FleetSettings {
-    let config = Config::default();
-    FleetSettings {
-        theme: Theme::new(config.display.theme, crate::theme::Depth::None),
-        clock: Clock::Utc,
-        prometheus: "http://p:9090".into(),
-        selector: String::new(),
-        interval: Duration::from_secs(5),
-        top: 50,
-        config,
-    }
+    FleetSettings::for_tests()
 }
 
 fn host(name: &str, fullest: f64, health: Health) -> Host {

@@ -250,26 +250,13 @@ fn gpu_cell(app: &FleetApp, g: &GpuRow, c: GpuCol) -> (String, Style) {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use super::*;
-    use crate::app::Clock;
-    use crate::config::Config;
     use crate::fleet::app::FleetSettings;
     use crate::model::units::GIB;
-    use crate::theme::{Depth, Theme};
 
     fn app() -> FleetApp {
-        let config = Config::default();
-        FleetApp::new(FleetSettings {
-            theme: Theme::new(config.display.theme, Depth::None),
-            clock: Clock::Utc,
-            prometheus: "http://p:9090".into(),
-            selector: String::new(),
-            interval: Duration::from_secs(5),
-            top: 50,
-            config,
-        })
+        FleetApp::new(FleetSettings::for_tests())
     }
 
     fn gpu(n: u32, growth: Option<f64>) -> GpuRow {
