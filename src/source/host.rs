@@ -81,8 +81,11 @@ struct Known {
     name: Arc<str>,
     command: Arc<str>,
     container: Option<Arc<str>>,
-    /// The full container id, when the Docker Engine may know it.
+    /// The full container id, for the name lookup.
     lookup: Option<Arc<str>>,
+    /// Whether the Docker Engine may know the container (else only the
+    /// kubelet's log links are asked).
+    docker: bool,
     pod_uid: Option<Arc<str>>,
     ns_pid: Option<u32>,
 }
@@ -251,7 +254,8 @@ impl HostFacts for ProcHost {
                     name: name.clone().into(),
                     command: if command.is_empty() { name } else { command }.into(),
                     container: cg.container.map(Into::into),
-                    lookup: cg.full_id.filter(|_| docker).map(Into::into),
+                    lookup: cg.full_id.map(Into::into),
+                    docker,
                     pod_uid: cg.pod_uid.map(Into::into),
                     ns_pid: read("status").as_deref().and_then(ns_pid_from_status),
                 };
@@ -266,7 +270,10 @@ impl HostFacts for ProcHost {
                 p.ns_pid = k.ns_pid;
                 p.cpu_pct = Some(cpu);
                 p.rss = Some(rss);
-                let meta = k.lookup.as_deref().and_then(|id| self.names.get(id, now));
+                let meta = k
+                    .lookup
+                    .as_deref()
+                    .and_then(|id| self.names.get(id, k.docker, now));
                 let meta = meta.as_deref();
                 p.container_name = meta.and_then(|m| m.name.clone());
                 p.pod = meta.and_then(|m| m.pod.clone());

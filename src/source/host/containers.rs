@@ -82,7 +82,7 @@ enum Entry {
 }
 
 struct Worker {
-    tx: SyncSender<String>,
+    tx: SyncSender<(String, bool)>,
     rx: Receiver<(String, Result<ContainerMeta, LookupError>)>,
 }
 
@@ -129,9 +129,16 @@ impl Names {
         }
     }
 
-    /// What is known about container `id` (its full id) now. An id not
-    /// asked about yet is queued for the lookup thread; this never blocks.
-    pub(crate) fn get(&mut self, id: &str, now: Instant) -> Option<Arc<ContainerMeta>> {
+    /// What is known about container `id` (its full id) now; `docker`:
+    /// whether the Docker Engine may know it (else only the kubelet's log
+    /// links are asked). An id not asked about yet is queued for the lookup
+    /// thread; this never blocks.
+    pub(crate) fn get(
+        &mut self,
+        id: &str,
+        docker: bool,
+        now: Instant,
+    ) -> Option<Arc<ContainerMeta>> {
         match self.cache.get_mut(id) {
             Some(Entry::Known { meta, used }) => {
                 *used = now;
@@ -162,7 +169,7 @@ impl Names {
             }
         }
         let tx = &self.worker.as_ref()?.tx;
-        match tx.try_send(id.to_owned()) {
+        match tx.try_send((id.to_owned(), docker)) {
             Ok(()) => {
                 self.cache.insert(id.to_owned(), Entry::Pending);
             }
@@ -236,7 +243,7 @@ fn spawn(
     timeout: Duration,
     backoff: Duration,
 ) -> std::io::Result<Worker> {
-    let (tx, requests) = mpsc::sync_channel::<String>(QUEUE);
+    let (tx, requests) = mpsc::sync_channel::<(String, bool)>(QUEUE);
     let (answers, rx) = mpsc::channel();
     std::thread::Builder::new()
         .name("vw-containers".into())
@@ -248,7 +255,7 @@ fn spawn(
                 return;
             };
             let mut down_until: Option<Instant> = None;
-            while let Ok(id) = requests.recv() {
+            while let Ok((id, docker)) = requests.recv() {
                 let links = kubelet_logs::lookup(&logs, &id);
                 if let Ok(Some(meta)) = links {
                     if answers.send((id, Ok(meta))).is_err() {
@@ -256,7 +263,10 @@ fn spawn(
                     }
                     continue;
                 }
-                let mut result = if down_until.is_some_and(|u| Instant::now() < u) {
+                // containerd, CRI-O: the links were the only source.
+                let mut result = if !docker {
+                    Err(LookupError::Container)
+                } else if down_until.is_some_and(|u| Instant::now() < u) {
                     Err(LookupError::Socket)
                 } else {
                     rt.block_on(async {

@@ -88,12 +88,17 @@ fn names(path: PathBuf) -> Names {
 /// Polls until `id` has an answer (a name or a remembered failure), at
 /// most `limit`; every `get` must return at once.
 fn settle(n: &mut Names, id: &str, limit: Duration) -> Option<Arc<ContainerMeta>> {
+    settle_as(n, id, true, limit)
+}
+
+/// [`settle`] for a container the Docker Engine may know (`docker`) or not.
+fn settle_as(n: &mut Names, id: &str, docker: bool, limit: Duration) -> Option<Arc<ContainerMeta>> {
     let start = Instant::now();
     loop {
         let now = Instant::now();
         n.poll(now);
         let t = Instant::now();
-        let got = n.get(id, now);
+        let got = n.get(id, docker, now);
         assert!(t.elapsed() < Duration::from_millis(50), "get blocked");
         if got.is_some() || matches!(n.cache.get(id), Some(Entry::Failed { .. })) {
             return got;
@@ -107,7 +112,11 @@ fn settle(n: &mut Names, id: &str, limit: Duration) -> Option<Arc<ContainerMeta>
 fn names_arrive_from_the_docker_socket() {
     let (_dir, path, count) = serve(Behaviour::Docker);
     let mut n = names(path);
-    assert_eq!(n.get(ID, Instant::now()), None, "the first ask never waits");
+    assert_eq!(
+        n.get(ID, true, Instant::now()),
+        None,
+        "the first ask never waits"
+    );
     let meta = settle(&mut n, ID, Duration::from_secs(5)).unwrap();
     assert_eq!(meta.name.as_deref(), Some("trainer"));
     assert_eq!(meta.pod.as_deref(), Some("resnet-train-7d9f8-x2k4q"));
@@ -117,16 +126,16 @@ fn names_arrive_from_the_docker_socket() {
         Some("0d2a3b4c-5e6f-4a1b-9c8d-7e6f5a4b3c2d")
     );
     // Cached: no second request.
-    assert!(n.get(ID, Instant::now()).is_some());
+    assert!(n.get(ID, true, Instant::now()).is_some());
     assert_eq!(count.load(Ordering::SeqCst), 1);
     // Unknown to Docker: remembered, not asked again, the socket still up.
     assert_eq!(settle(&mut n, OTHER, Duration::from_secs(5)), None);
-    assert_eq!(n.get(OTHER, Instant::now()), None);
+    assert_eq!(n.get(OTHER, true, Instant::now()), None);
     assert_eq!(count.load(Ordering::SeqCst), 2);
     assert!(n.down_until.is_none());
     // ... until the failure is old.
     let later = Instant::now() + Duration::from_secs(61);
-    assert_eq!(n.get(OTHER, later), None);
+    assert_eq!(n.get(OTHER, true, later), None);
     assert!(matches!(n.cache.get(OTHER), Some(Entry::Pending)));
 }
 
@@ -137,7 +146,7 @@ fn a_missing_socket_gives_no_names_and_is_not_asked_again() {
     assert_eq!(settle(&mut n, ID, Duration::from_secs(5)), None);
     assert!(n.down_until.is_some());
     // Another container: nothing is sent while the socket is down.
-    assert_eq!(n.get(OTHER, Instant::now()), None);
+    assert_eq!(n.get(OTHER, true, Instant::now()), None);
     assert!(!n.cache.contains_key(OTHER));
 }
 
@@ -208,7 +217,7 @@ fn the_cache_is_bounded() {
     assert!(n.cache.contains_key(&format!("{:064x}", 9)));
     assert!(!n.cache.contains_key(&format!("{:064x}", 0)));
     // A new id makes room rather than growing the cache.
-    let _ = n.get(&format!("{:064x}", 42), t0 + Duration::from_secs(20));
+    let _ = n.get(&format!("{:064x}", 42), true, t0 + Duration::from_secs(20));
     assert!(n.cache.len() <= 4);
 }
 
@@ -240,4 +249,27 @@ fn a_kubernetes_node_without_docker_names_pods_from_the_log_links() {
     std::fs::write(links.join(format!("p_ns_c-{third}.log")), b"").unwrap();
     let m = settle(&mut n, &third, Duration::from_secs(5)).expect("a later container");
     assert_eq!(m.name.as_deref(), Some("c"));
+}
+
+#[test]
+fn a_containerd_container_is_named_from_the_links_and_never_asked_of_docker() {
+    // A Docker socket that would answer for ID, and the kubelet's links.
+    let (dir, path, count) = serve(Behaviour::Docker);
+    let links = dir.path().join("links");
+    std::fs::create_dir(&links).unwrap();
+    std::fs::write(links.join(format!("trainer-0_ml_pytorch-{OTHER}.log")), b"").unwrap();
+    let mut n = Names::new(
+        path,
+        links,
+        Duration::from_millis(300),
+        Duration::from_secs(60),
+        8,
+    );
+    // containerd's container: from the links.
+    let m = settle_as(&mut n, OTHER, false, Duration::from_secs(5)).expect("named");
+    assert_eq!(m.pod.as_deref(), Some("trainer-0"));
+    // One the links do not name: not asked of Docker either.
+    assert_eq!(settle_as(&mut n, ID, false, Duration::from_secs(5)), None);
+    assert_eq!(count.load(Ordering::SeqCst), 0);
+    assert!(n.down_until.is_none());
 }
