@@ -278,21 +278,24 @@ impl History {
     /// Processes listed at `slot`, plus those that exited at most
     /// `exited_keep` before it (returned with `exited = true`).
     pub fn processes_at(&self, slot: u64) -> Vec<(&ProcSeries, bool)> {
+        self.listed_at(slot).collect()
+    }
+
+    /// [`History::processes_at`] without collecting them (to count them
+    /// each frame without allocating).
+    pub fn listed_at(&self, slot: u64) -> impl Iterator<Item = (&ProcSeries, bool)> {
         let t = self.time_at(slot).unwrap_or(0);
-        self.procs
-            .values()
-            .filter_map(|s| {
-                if s.first_slot > slot {
-                    return None;
-                }
-                if s.at(slot).is_some() {
-                    return Some((s, false));
-                }
-                let exited =
-                    s.last_slot < slot && t.saturating_sub(s.last_seen_ms) <= self.exited_keep_ms;
-                exited.then_some((s, true))
-            })
-            .collect()
+        self.procs.values().filter_map(move |s| {
+            if s.first_slot > slot {
+                return None;
+            }
+            if s.at(slot).is_some() {
+                return Some((s, false));
+            }
+            let exited =
+                s.last_slot < slot && t.saturating_sub(s.last_seen_ms) <= self.exited_keep_ms;
+            exited.then_some((s, true))
+        })
     }
 
     /// Adds a snapshot as the newest slot (after gap slots if samples were

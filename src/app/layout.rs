@@ -4,7 +4,7 @@
 use ratatui::layout::Rect;
 
 use crate::app::App;
-use crate::config::{Column, DEFAULT_CHART_ROWS};
+use crate::config::Column;
 
 /// Below this the dashboard asks for a larger terminal.
 pub const MIN_WIDTH: u16 = 50;
@@ -170,7 +170,7 @@ pub fn overview_for(
 /// charts get the rest ([`overview_for`]).
 pub fn listed(app: &App) -> usize {
     app.slot()
-        .map_or(0, |slot| app.history().processes_at(slot).len())
+        .map_or(0, |slot| app.history().listed_at(slot).count())
 }
 
 /// The overview as `app` draws it now: its terminal size, GPUs, panes and
@@ -229,22 +229,10 @@ pub fn side_width(width: u16) -> Option<u16> {
     (width >= SIDE_MIN_WIDTH).then(|| (width * 2 / 5).clamp(50, 100))
 }
 
-/// The rows of the table body (below its header row).
+/// The rows of the table body (below its header row) when the processes
+/// fill it (the charts have not grown into it).
 pub fn table_body(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) -> Rect {
-    table_body_for(size, gpus, show_events, replay, usize::MAX)
-}
-
-/// The rows of the table body as drawn with `listed` processes
-/// ([`overview_for`]).
-pub fn table_body_for(
-    size: (u16, u16),
-    gpus: usize,
-    show_events: bool,
-    replay: bool,
-    listed: usize,
-) -> Rect {
-    // The table's own rows: charts grow only into rows it leaves.
-    let t = overview_for(size, gpus, show_events, replay, listed, DEFAULT_CHART_ROWS).table;
+    let t = overview(size, gpus, show_events, replay).table;
     Rect::new(t.x, t.y + 1, t.width, t.height.saturating_sub(1))
 }
 
@@ -372,7 +360,7 @@ pub fn column_spans(cols: &[Column], width: u16) -> Vec<(u16, u16)> {
 mod tests {
     use super::*;
 
-    const CHART_MAX_ROWS: u16 = DEFAULT_CHART_ROWS;
+    const CHART_MAX_ROWS: u16 = crate::config::DEFAULT_CHART_ROWS;
 
     #[test]
     fn cards_fill_the_terminal_by_priority() {
@@ -438,7 +426,7 @@ mod tests {
         // The cap leaves the rest with the table; the detail line under it.
         assert!(o.table.height > 8, "header and 8 rows: {o:?}");
         assert_eq!(o.detail, Some(Rect::new(0, o.table.bottom(), 200, 1)));
-        assert!(table_body_for((200, 60), 4, false, false, 8).height >= 8);
+        assert!(o.table.height > 8);
         // 120×40: 4 spare rows, one each.
         let o = overview_for((120, 40), 4, false, false, 8, CHART_MAX_ROWS);
         assert_eq!((o.chart, o.table.height), (2, 1 + 8));
