@@ -336,16 +336,18 @@ pub(super) fn fit_words(spans: Vec<Span<'static>>, width: u16) -> Line<'static> 
         .collect();
     // Keep `chars[..cut]`: at a space when one leaves room, else as much
     // as fits.
-    let (mut at_word, mut fits, mut acc) = (None, 0, 0);
+    let (mut at_word, mut fits, mut acc, mut seen_word) = (None, 0, 0, false);
+    let mut utf8 = [0u8; 4];
     for (k, (c, _)) in chars.iter().enumerate() {
         if acc + 1 > width {
             break;
         }
         fits = k;
-        if *c == ' ' && chars[..k].iter().any(|(c, _)| !c.is_whitespace()) {
+        if *c == ' ' && seen_word {
             at_word = Some(k);
         }
-        acc += cells(&c.to_string());
+        seen_word |= !c.is_whitespace();
+        acc += cells(c.encode_utf8(&mut utf8));
     }
     let mut keep = &chars[..at_word.unwrap_or(fits)];
     while let Some(((c, _), rest)) = keep.split_last() {
