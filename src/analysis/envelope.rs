@@ -249,19 +249,26 @@ impl Envelope {
         }
         let candidate = self.candidate(t_ms, m, gap_s, p);
         self.last = candidate.ok();
+        let mut levels_at = None;
         let candidate = match candidate {
             Ok(f) => {
                 self.why = "";
                 Some(f)
             }
-            Err(why) => {
+            Err(Refusal::Decelerating {
+                older,
+                newer,
+                span_s,
+            }) => {
+                self.why = "decelerating";
+                levels_at = self.levelling(older, newer, span_s, m);
+                None
+            }
+            Err(Refusal::Because(why)) => {
                 self.why = why;
                 None
             }
         };
-        let levels_at = (self.why == "decelerating")
-            .then(|| self.levelling(t_ms, m, p))
-            .flatten();
         Outlook {
             forecast: self.hold(candidate, at_risk_pct.is_some(), p),
             rate: self.regime_rate(t_ms, p),
@@ -311,29 +318,33 @@ impl Envelope {
         m: MemInfo,
         gap_s: f64,
         p: &EnvelopeParams,
-    ) -> Result<Forecast, &'static str> {
+    ) -> Result<Forecast, Refusal> {
         let n = self.points.len();
-        let first = self.points.front().ok_or("no points")?;
+        let first = self.points.front().ok_or(Refusal::Because("no points"))?;
         let span_s = t.saturating_sub(first.t) as f64 / 1000.0;
         if n < p.min_points || span_s < p.min_regime.as_secs_f64() {
-            return Err("young regime");
+            return Err(Refusal::Because("young regime"));
         }
         if !self.rises.current(t) {
-            return Err("no new high");
+            return Err(Refusal::Because("no new high"));
         }
-        let rate = theil_sen(&self.points, span_s / 4.0).ok_or("few pairs")?;
-        if self.decelerating(span_s, p) {
-            return Err("decelerating");
+        let rate = theil_sen(&self.points, span_s / 4.0).ok_or(Refusal::Because("few pairs"))?;
+        if let Some((older, newer)) = self.deceleration(span_s, p) {
+            return Err(Refusal::Decelerating {
+                older,
+                newer,
+                span_s,
+            });
         }
         let total = m.total as f64;
         if rate.low <= 0.0 {
-            return Err("slow end <= 0");
+            return Err(Refusal::Because("slow end <= 0"));
         }
         if rate.bps < p.min_rate {
-            return Err("too slow");
+            return Err(Refusal::Because("too slow"));
         }
         if rate.bps > p.max_fill * total {
-            return Err("fill");
+            return Err(Refusal::Because("fill"));
         }
         // The baseline now: the line through the points, at `t`.
         let mut at_now: Vec<f64> = self
@@ -374,7 +385,7 @@ impl Envelope {
             ..rate
         };
         if rate.low <= 0.0 {
-            return Err("one step");
+            return Err(Refusal::Because("one step"));
         }
         // What `used` can reach: everything but the driver's reserve.
         let usable = total - m.reserved as f64;
@@ -383,16 +394,16 @@ impl Envelope {
         // Saturated: the allocator holds (nearly) everything and the driver
         // sees no more growth; that is the at-risk state, not a forecast.
         if to_base <= alloc.max(p.saturated_frac * total) {
-            return Err("saturated");
+            return Err(Refusal::Because("saturated"));
         }
         let to_peaks = to_base - excursion;
         let room = Room::ordered(m.free, at(to_peaks), at(to_base));
         let eta_s = to_peaks.max(0.0) / rate.bps;
         if !eta_s.is_finite() || eta_s > MAX_HORIZON_S {
-            return Err("beyond horizon");
+            return Err(Refusal::Because("beyond horizon"));
         }
         if eta_s > p.max_extrapolation * span_s {
-            return Err("too far ahead");
+            return Err(Refusal::Because("too far ahead"));
         }
         let low_s = (to_peaks - alloc).max(0.0) / rate.high.max(rate.bps);
         let high_s = to_base.max(0.0) / rate.low + gap_s.max(0.0);
@@ -413,12 +424,7 @@ impl Envelope {
     /// out first: memory given back (`empty_cache()`, or the allocator
     /// freeing its cache to retry a failed allocation) and taken again is
     /// not growth slowing down, while a plateau never falls.
-    fn decelerating(&self, span_s: f64, p: &EnvelopeParams) -> bool {
-        self.deceleration(span_s, p).is_some()
-    }
-
-    /// The older and newer halves' rates when the regime is decelerating
-    /// ([`Envelope::decelerating`]).
+    /// Returns the older and newer halves' rates when it is.
     fn deceleration(&self, span_s: f64, p: &EnvelopeParams) -> Option<(Rate, Rate)> {
         if span_s < p.decel_after.as_secs_f64() {
             return None;
@@ -454,11 +460,8 @@ impl Envelope {
     /// would not fit on the GPU (that is no plateau), or when it is within
     /// [`LEVEL_MIN`] of the GPU of where the memory is now (it has levelled
     /// off already).
-    fn levelling(&self, t: Millis, m: MemInfo, p: &EnvelopeParams) -> Option<f64> {
-        let first = self.points.front()?;
+    fn levelling(&self, a: Rate, b: Rate, span_s: f64, m: MemInfo) -> Option<f64> {
         let last = self.points.back()?;
-        let span_s = t.saturating_sub(first.t) as f64 / 1000.0;
-        let (a, b) = self.deceleration(span_s, p)?;
         if b.bps <= 0.0 {
             return None;
         }
@@ -527,6 +530,21 @@ impl Envelope {
         }
         steady.then_some(f)
     }
+}
+
+/// Why a sample gave no candidate forecast.
+#[derive(Clone, Copy, Debug)]
+enum Refusal {
+    /// A diagnostic for traces ("young regime", "fill", ...).
+    Because(&'static str),
+    /// A fill slowing down: the older and newer halves' rates of a regime
+    /// `span_s` long, from which [`Envelope::levelling`] says where it
+    /// levels off.
+    Decelerating {
+        older: Rate,
+        newer: Rate,
+        span_s: f64,
+    },
 }
 
 /// A candidate as [`Envelope::hold`] remembers it: when it was made and
