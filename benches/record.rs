@@ -17,11 +17,12 @@
 //! Run: `cargo bench --bench record`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion};
-use vramwatch::model::Snapshot;
+use vramwatch::model::{ProcSample, Snapshot};
 use vramwatch::record::{Header, Recording, Writer, WriterOptions};
 use vramwatch::sampler::diff_events;
 use vramwatch::source::sim::SimWorld;
@@ -77,9 +78,27 @@ fn record(scenario: &str, n: u64, plain: &Path, zst: &Path) {
     let (mut t_gen, mut t_plain, mut t_zst) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let mut prev: Option<Snapshot> = None;
     let mut events = 0usize;
+    // What `record` reads: process utilisation and host facts (CPU %,
+    // RSS) every `proc_util_interval` (nothing shows them), the rest every
+    // round; VRAMWATCH_BENCH_EVERY_ROUND=1 reads everything every round,
+    // as a dashboard recording with all columns on screen does.
+    let every = vramwatch::sampler::Schedule::default().proc_util_every();
+    let every_round = env::<u8>("VRAMWATCH_BENCH_EVERY_ROUND") == Some(1);
+    let mut held: HashMap<(u32, u32), ProcSample> = HashMap::new();
     for i in 0..n {
         let t = Instant::now();
         let mut s = world.snapshot(i, T0 + i * 1000, "me");
+        if every_round {
+            // Every per-process figure read every second.
+        } else if i % every == 0 {
+            held = s
+                .procs
+                .iter()
+                .map(|p| ((p.gpu, p.pid), p.clone()))
+                .collect();
+        } else {
+            hold(&mut s, &held);
+        }
         if let Some(p) = &prev {
             s.events = diff_events(p, &s);
         }
@@ -104,6 +123,18 @@ fn record(scenario: &str, n: u64, plain: &Path, zst: &Path) {
         t_plain.as_secs_f64() * 1e6 / n as f64,
         t_zst.as_secs_f64() * 1e6 / n as f64
     );
+}
+
+/// Keeps the figures of `held` (the last round that read them) that the
+/// sampler reads only every `proc_util_interval`, as it does.
+fn hold(s: &mut Snapshot, held: &HashMap<(u32, u32), ProcSample>) {
+    for p in &mut s.procs {
+        if let Some(h) = held.get(&(p.gpu, p.pid)) {
+            (p.sm_util, p.mem_util, p.enc_util, p.dec_util) =
+                (h.sm_util, h.mem_util, h.enc_util, h.dec_util);
+            (p.cpu_pct, p.rss) = (h.cpu_pct, h.rss);
+        }
+    }
 }
 
 fn holds(path: &Path, n: u64) -> bool {

@@ -44,7 +44,7 @@ fn cycle(c: &mut Criterion) {
                     }
                 }
                 let mut snap = asm.publish(seq, t + 900);
-                host.enrich(t + 900, &mut snap.procs);
+                host.enrich(t + 900, &mut snap.procs, true);
                 if let Some(prev) = &prev {
                     black_box(diff_events(prev, &snap));
                 }

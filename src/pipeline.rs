@@ -26,7 +26,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::analysis::{Alert, AnalysisConfig, Analyzer, Assessment};
 use crate::model::{Event, Snapshot, SystemInfo};
-use crate::sampler::{ProcUtilWanted, Sampler, Schedule};
+use crate::sampler::{OnScreen, Sampler, Schedule};
 use crate::source::Source;
 
 /// Analysed snapshots a skipping consumer may fall behind by before it
@@ -156,7 +156,7 @@ pub struct Hub {
     pub analysis: Arc<AnalysisConfig>,
     /// Set by the dashboard while per-process utilisation is on screen: the
     /// sampler then reads it every interval, else every `schedule.proc_util`.
-    pub proc_util_wanted: ProcUtilWanted,
+    pub on_screen: OnScreen,
     tx: broadcast::WeakSender<Arc<Analyzed>>,
     latest: watch::Receiver<Option<Arc<Analyzed>>>,
     lossless: Arc<Mutex<Lossless>>,
@@ -251,12 +251,12 @@ impl Pipeline {
         let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
         let (latest_tx, latest) = watch::channel(None);
         let lossless = Arc::new(Mutex::new(Lossless::default()));
-        let proc_util_wanted = ProcUtilWanted::default();
+        let on_screen = OnScreen::default();
         let hub = Hub {
             system,
             schedule,
             analysis: Arc::new(analysis.clone()),
-            proc_util_wanted: proc_util_wanted.clone(),
+            on_screen: on_screen.clone(),
             tx: tx.downgrade(),
             latest,
             lossless: lossless.clone(),
@@ -274,7 +274,7 @@ impl Pipeline {
             .name("vw-pipeline".into())
             .spawn(move || {
                 rt.block_on(async move {
-                    let (sampler, snaps) = Sampler::spawn_with(source, schedule, proc_util_wanted);
+                    let (sampler, snaps) = Sampler::spawn_with(source, schedule, on_screen);
                     let analysis = tokio::spawn(stage(snaps, Analyzer::new(&analysis), out));
                     // Stop asked for, or the pipeline dropped.
                     let _ = stopped.await;

@@ -347,7 +347,7 @@ impl App {
     /// Whether per-process GPU utilisation is on screen: the overview's
     /// SM% column at the current width, or a process's drill-down. The
     /// event loop passes it on to the sampler, which reads it every
-    /// interval only then (`sampler::ProcUtilWanted`).
+    /// interval only then (`sampler::OnScreen`).
     pub fn shows_proc_util(&self) -> bool {
         let (w, h) = self.nav.size;
         if w < layout::MIN_WIDTH || h < layout::MIN_HEIGHT {
@@ -357,6 +357,23 @@ impl App {
             Screen::Process(_) => true,
             Screen::Overview => layout::fit_columns(&self.settings.config.display.columns, w)
                 .contains(&crate::config::Column::Sm),
+            Screen::Gpu(_) | Screen::Help => false,
+        }
+    }
+
+    /// Whether host facts that change (CPU %, RSS) are on screen: the
+    /// overview's CPU% or RSS column at the current width, or a process's
+    /// drill-down. Read every interval only then, as process utilisation.
+    pub fn shows_host_facts(&self) -> bool {
+        let (w, h) = self.nav.size;
+        if w < layout::MIN_WIDTH || h < layout::MIN_HEIGHT {
+            return false;
+        }
+        match self.screen() {
+            Screen::Process(_) => true,
+            Screen::Overview => layout::fit_columns(&self.settings.config.display.columns, w)
+                .iter()
+                .any(|c| matches!(c, crate::config::Column::Cpu | crate::config::Column::Rss)),
             Screen::Gpu(_) | Screen::Help => false,
         }
     }

@@ -315,3 +315,33 @@ fn process_utilisation_is_on_screen_only_with_the_sm_column_or_a_drill_down() {
     let app = fixture::app_with(config, "demo", 1, 10, (200, 60));
     assert!(!app.shows_proc_util());
 }
+
+#[test]
+fn host_facts_are_on_screen_only_with_the_cpu_or_rss_column_or_a_drill_down() {
+    // With every column configured (the default), RSS is shown from 114
+    // columns on and CPU% from 103; both are dropped below.
+    let mut app = demo(10);
+    assert!(app.shows_host_facts(), "CPU% and RSS at 120×40");
+    app.update(Event::Resize(103, 30));
+    assert!(app.shows_host_facts(), "CPU% alone at 103 columns");
+    app.update(Event::Resize(102, 30));
+    assert!(!app.shows_host_facts(), "both dropped at 102 columns");
+    assert!(app.shows_proc_util(), "while SM% is still shown");
+    let act = key(&mut app, KeyCode::Enter);
+    assert!(matches!(act, Some(Action::Inspect(_))), "{act:?}");
+    assert!(app.shows_host_facts(), "a drill-down shows host CPU and RSS");
+    key(&mut app, KeyCode::Esc);
+    app.update(Event::Resize(120, 40));
+    ch(&mut app, '?');
+    assert!(!app.shows_host_facts(), "help");
+    app.update(Event::Resize(40, 10));
+    assert!(!app.shows_host_facts(), "too small to draw");
+    // Left out of `[display] columns`: not shown at any width.
+    let mut config = Config::default();
+    config
+        .display
+        .columns
+        .retain(|c| !matches!(c, Column::Cpu | Column::Rss));
+    let app = fixture::app_with(config, "demo", 1, 10, (200, 60));
+    assert!(!app.shows_host_facts());
+}

@@ -4,7 +4,7 @@
 //!
 //! Process utilisation, the most expensive call, is read every interval
 //! while it is on screen and every `proc_util_interval` otherwise
-//! (`sampler::ProcUtilWanted`), so both cadences are measured, one after
+//! (`sampler::OnScreen`), so both cadences are measured, one after
 //! the other: `hidden` (`record`, `serve`, the dashboard without its SM%
 //! column) and `shown` (the dashboard with SM% or a drill-down on screen).
 //! For each, phase 1 makes the same calls on the same schedule from one
@@ -20,7 +20,7 @@ use nix::sys::resource::{UsageWho, getrusage};
 
 use crate::model::now_ms;
 use crate::sampler::counting::CountingSource;
-use crate::sampler::{ProcUtilWanted, Sampler, Schedule, UtilCadence};
+use crate::sampler::{OnScreen, Sampler, Schedule, UtilCadence};
 use crate::source::Source;
 
 /// This process's resident memory (VmRSS), KiB.
@@ -212,8 +212,8 @@ async fn sampler(
     run: Duration,
 ) -> (f64, u64, f64) {
     let cpu0 = cpu_seconds();
-    let flag = ProcUtilWanted::default();
-    flag.set(wanted);
+    let flag = OnScreen::default();
+    flag.set_util(wanted);
     let (s, mut rx) = Sampler::spawn_with(source, schedule, flag);
     let end = tokio::time::Instant::now() + run;
     let (mut snaps, mut reads) = (0u64, 0u64);

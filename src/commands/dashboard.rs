@@ -235,7 +235,8 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
     'run: loop {
         if let Some(hub) = &hooks.hub {
             // Process utilisation is read every interval only while shown.
-            hub.proc_util_wanted.set(app.shows_proc_util());
+            hub.on_screen.set_util(app.shows_proc_util());
+            hub.on_screen.set_host(app.shows_host_facts());
         }
         if dirty {
             tui.terminal

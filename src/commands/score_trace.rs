@@ -72,3 +72,65 @@ fn trace() {
         );
     }
 }
+
+/// A parameter sweep over the corpus: `VW_SETS=tune,quick VW_PARAMS=
+/// "decel=0.7,decel_after=16" cargo test --release --lib
+/// commands::score::trace::sweep -- --ignored --nocapture` prints each
+/// set's summary line under the given forecaster parameters.
+#[test]
+#[ignore = "a diagnostic: set VW_SETS and VW_PARAMS"]
+fn sweep() {
+    let Ok(sets) = std::env::var("VW_SETS") else {
+        return;
+    };
+    let mut cfg = AnalysisConfig::default();
+    let params = std::env::var("VW_PARAMS").unwrap_or_default();
+    for kv in params.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').unwrap();
+        let x: f64 = v.parse().unwrap();
+        let e = &mut cfg.envelope;
+        let secs = std::time::Duration::from_secs_f64;
+        match k {
+            "decel" => e.decel = x,
+            "decel_after" => e.decel_after = secs(x),
+            "hold" => e.hold = secs(x),
+            "max_slip" => e.max_slip = x,
+            "max_slip_rel" => e.max_slip_rel = x,
+            "min_regime" => e.min_regime = secs(x),
+            "max_fill" => e.max_fill = x,
+            "max_extrapolation" => e.max_extrapolation = x,
+            "shift_frac" => e.shift_frac = x,
+            "leak_min_s" => cfg.leak.min_duration = secs(x),
+            _ => panic!("unknown parameter {k}"),
+        }
+    }
+    for set in sets.split(',') {
+        let dir = Path::new("tests/fixtures/corpus").join(set);
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
+            .collect();
+        files.sort();
+        let runs: Vec<_> = files
+            .iter()
+            .map(|f| super::score_file(f, &super::truth_beside(f), &cfg).unwrap())
+            .collect();
+        let s = crate::analysis::truth::Summary::of(&runs);
+        println!(
+            "{set:8} held {}/{} risk+{} shown30 {}/{} leak<= {:?} never {} FA {}/{}",
+            s.held,
+            s.checkpoints,
+            s.at_risk_only,
+            s.shown_by_30,
+            s.could_show_by_30,
+            s.slowest_leak_flag_s.map(|x| x.round()),
+            s.never_flagged,
+            s.false_alarm_runs,
+            s.no_alarm_runs
+        );
+        if std::env::var("VW_VERBOSE").is_ok() {
+            print!("{}", crate::analysis::truth::markdown(&runs));
+        }
+    }
+}

@@ -333,7 +333,7 @@ pub fn sample_once(source: &dyn Source, cpu_window: Duration) -> Snapshot {
     if host.prime(&pids) {
         thread::sleep(cpu_window);
     }
-    host.enrich(t, &mut snap.procs);
+    host.enrich(t, &mut snap.procs, true);
     snap
 }
 

@@ -9,7 +9,7 @@
 //! snapshot leaves with a `seq` greater than the one before, and
 //! [`events::diff_events`] always compares a snapshot with the one just
 //! before it. Process utilisation, the most expensive call, is read every
-//! interval only while it is on screen ([`ProcUtilWanted`]), else every
+//! interval only while it is on screen ([`OnScreen`]), else every
 //! `proc_util` ([`schedule::UtilCadence`]).
 
 pub(crate) mod assemble;
@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, watch};
 pub use assemble::{Assembler, Peaks, sample_once};
 pub use events::{OOM_NEAR_FULL_PCT, diff_events};
 pub(crate) use schedule::UtilCadence;
-pub use schedule::{ProcUtilWanted, Schedule, wants_burst};
+pub use schedule::{OnScreen, Schedule, wants_burst};
 
 use crate::model::{Millis, Snapshot, SystemInfo, now_ms};
 use crate::source::Source;
@@ -42,7 +42,7 @@ pub struct Sampler {
     pub schedule: Schedule,
     /// Set it while process utilisation is on screen: it is then read every
     /// interval rather than every `schedule.proc_util`.
-    pub proc_util_wanted: ProcUtilWanted,
+    pub on_screen: OnScreen,
     _stop: watch::Sender<bool>,
 }
 
@@ -51,21 +51,21 @@ impl Sampler {
     /// runtime. Every snapshot comes out on the returned stream, in order
     /// and none twice; the stream ends after the sampler is dropped.
     /// Process utilisation is read on the slow cadence until
-    /// [`Sampler::proc_util_wanted`] is set.
+    /// [`Sampler::on_screen`] is set.
     pub fn spawn(
         source: Box<dyn Source>,
         schedule: Schedule,
     ) -> (Sampler, mpsc::UnboundedReceiver<Arc<Snapshot>>) {
-        Sampler::spawn_with(source, schedule, ProcUtilWanted::default())
+        Sampler::spawn_with(source, schedule, OnScreen::default())
     }
 
     /// As [`Sampler::spawn`], with the flag that says whether process
     /// utilisation is on screen given by whoever shows it (a clone of it is
-    /// kept as [`Sampler::proc_util_wanted`]).
+    /// kept as [`Sampler::on_screen`]).
     pub fn spawn_with(
         source: Box<dyn Source>,
         schedule: Schedule,
-        proc_util_wanted: ProcUtilWanted,
+        on_screen: OnScreen,
     ) -> (Sampler, mpsc::UnboundedReceiver<Arc<Snapshot>>) {
         let system = source.system();
         let (out, stream) = mpsc::unbounded_channel();
@@ -104,7 +104,8 @@ impl Sampler {
         let run = Run {
             schedule,
             util: vec![UtilCadence::new(schedule.proc_util_every()); n],
-            wanted: proc_util_wanted.clone(),
+            host_facts: UtilCadence::new(schedule.proc_util_every()),
+            wanted: on_screen.clone(),
             main,
             slow,
             host,
@@ -118,7 +119,7 @@ impl Sampler {
             Sampler {
                 system,
                 schedule,
-                proc_util_wanted,
+                on_screen,
                 _stop: stop_tx,
             },
             stream,
@@ -137,17 +138,19 @@ const HOST_PENDING_MAX: usize = 2;
 /// without host facts rather than late, and its enriched copy is dropped
 /// when it comes back: newest wins, never out of order.
 struct HostStage {
-    tx: SyncSender<Snapshot>,
+    /// Snapshots to enrich, each with whether its CPU % and RSS are to be
+    /// read afresh (else the last reading is kept).
+    tx: SyncSender<(Snapshot, bool)>,
     /// The snapshot with the host thread: its seq, and a copy without host
     /// facts (`None` once that copy has gone out).
     in_flight: Option<(u64, Option<Snapshot>)>,
-    waiting: VecDeque<Snapshot>,
+    waiting: VecDeque<(Snapshot, bool)>,
     /// Snapshots that went out without host facts because the thread was late.
     pub(crate) late: u64,
 }
 
 impl HostStage {
-    fn new(tx: SyncSender<Snapshot>) -> HostStage {
+    fn new(tx: SyncSender<(Snapshot, bool)>) -> HostStage {
         HostStage {
             tx,
             in_flight: None,
@@ -157,8 +160,8 @@ impl HostStage {
     }
 
     /// A closed round: returns the snapshots that must go out now, in order.
-    fn push(&mut self, snap: Snapshot) -> Vec<Snapshot> {
-        self.waiting.push_back(snap);
+    fn push(&mut self, snap: Snapshot, fresh: bool) -> Vec<Snapshot> {
+        self.waiting.push_back((snap, fresh));
         self.pump()
     }
 
@@ -181,11 +184,11 @@ impl HostStage {
         let mut out = Vec::new();
         loop {
             if self.in_flight.is_none()
-                && let Some(next) = self.waiting.pop_front()
+                && let Some((next, fresh)) = self.waiting.pop_front()
             {
                 let copy = next.clone();
                 let seq = next.seq;
-                match self.tx.try_send(next) {
+                match self.tx.try_send((next, fresh)) {
                     Ok(()) => self.in_flight = Some((seq, Some(copy))),
                     // Busy or gone (it never is busy here: one at a time).
                     Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
@@ -205,7 +208,7 @@ impl HostStage {
             self.late += 1;
             match self.in_flight.as_mut().and_then(|(_, copy)| copy.take()) {
                 Some(copy) => out.push(copy),
-                None => out.extend(self.waiting.pop_front()),
+                None => out.extend(self.waiting.pop_front().map(|(s, _)| s)),
             }
         }
     }
@@ -218,7 +221,7 @@ impl HostStage {
             .and_then(|(_, copy)| copy)
             .into_iter()
             .collect();
-        out.extend(self.waiting.drain(..));
+        out.extend(self.waiting.drain(..).map(|(s, _)| s));
         out
     }
 }
@@ -258,8 +261,11 @@ struct Run {
     schedule: Schedule,
     /// Per GPU: when its process utilisation is next read.
     util: Vec<UtilCadence>,
-    /// Whether process utilisation is on screen.
-    wanted: ProcUtilWanted,
+    /// When host facts that change (CPU %, RSS) are next read: on the
+    /// same cadence as process utilisation.
+    host_facts: UtilCadence,
+    /// Whether process utilisation and host facts are on screen.
+    wanted: OnScreen,
     main: Vec<Worker>,
     slow: Vec<Worker>,
     host: HostStage,
@@ -371,7 +377,7 @@ impl Run {
     /// utilisation where it is due); returns the GPUs that were asked. A GPU
     /// still busy with an older normal read is not, and is shown stale.
     fn start_round(&mut self, t: Millis, round: u64) -> HashSet<usize> {
-        let wanted = self.wanted.get();
+        let wanted = self.wanted.util();
         let mut waiting = HashSet::new();
         for (i, (w, util)) in self.main.iter_mut().zip(&mut self.util).enumerate() {
             let with_util = util.due(round, wanted);
@@ -389,8 +395,12 @@ impl Run {
     /// Returns whether anybody still listens.
     fn close_round(&mut self, r: Round) -> bool {
         let snap = self.asm.publish(self.seq, r.t_ms);
+        let fresh = self.host_facts.due(self.seq, self.wanted.host());
+        if fresh {
+            self.host_facts.sent(self.seq);
+        }
         self.seq += 1;
-        let ready = self.host.push(snap);
+        let ready = self.host.push(snap, fresh);
         self.send(ready)
     }
 

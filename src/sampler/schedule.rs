@@ -1,6 +1,6 @@
 //! When each lane runs ([`Schedule`]), when a GPU's fast lane speeds up
 //! (burst sampling: [`wants_burst`]), and when process utilisation is read
-//! ([`ProcUtilWanted`], [`UtilCadence`]).
+//! ([`OnScreen`], [`UtilCadence`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +25,7 @@ pub struct Schedule {
     pub energy: Option<Duration>,
     /// Process utilisation period while nobody looks at it (rounded to
     /// whole intervals): `record`, `serve`, the dashboard without its SM%
-    /// column. While it is on screen ([`ProcUtilWanted`]) it is read every
+    /// column. While it is on screen ([`OnScreen`]) it is read every
     /// interval instead.
     pub proc_util: Duration,
     /// Burst sampling: from this memory % the fast lane runs at this period.
@@ -80,23 +80,33 @@ impl Schedule {
     }
 }
 
-/// Whether per-process utilisation is on screen now (the dashboard's SM%
-/// column at its current width, or a process's drill-down): set by whoever
-/// shows it, read by the sampler at every round. Cheap to clone; a clone
-/// shares the flag. Off by default, as for `record` and `serve`, which show
-/// nothing.
+/// Which per-process figures are on screen now, set by whoever shows them
+/// and read by the sampler at every round: process utilisation (the
+/// dashboard's SM% column at its current width, or a process's drill-down)
+/// and host facts (its CPU% or RSS column, or a drill-down). Cheap to
+/// clone; a clone shares the flags. Both off by default, as for `record`
+/// and `serve`, which show nothing: they read both every `proc_util`.
 #[derive(Clone, Debug, Default)]
-pub struct ProcUtilWanted(Arc<AtomicBool>);
+pub struct OnScreen(Arc<[AtomicBool; 2]>);
 
-impl ProcUtilWanted {
+impl OnScreen {
     /// Says whether process utilisation is on screen; the next round
     /// follows it.
-    pub fn set(&self, shown: bool) {
-        self.0.store(shown, Ordering::Relaxed);
+    pub fn set_util(&self, shown: bool) {
+        self.0[0].store(shown, Ordering::Relaxed);
     }
 
-    pub fn get(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+    pub fn util(&self) -> bool {
+        self.0[0].load(Ordering::Relaxed)
+    }
+
+    /// Says whether host facts (CPU %, RSS) are on screen.
+    pub fn set_host(&self, shown: bool) {
+        self.0[1].store(shown, Ordering::Relaxed);
+    }
+
+    pub fn host(&self) -> bool {
+        self.0[1].load(Ordering::Relaxed)
     }
 }
 
@@ -212,14 +222,15 @@ mod tests {
     }
 
     #[test]
-    fn the_wanted_flag_is_shared_by_its_clones() {
-        let w = ProcUtilWanted::default();
-        assert!(!w.get(), "off unless someone shows it");
+    fn the_on_screen_flags_are_shared_by_their_clones_and_apart() {
+        let w = OnScreen::default();
+        assert!(!w.util() && !w.host(), "off unless someone shows them");
         let ui = w.clone();
-        ui.set(true);
-        assert!(w.get());
-        ui.set(false);
-        assert!(!w.get());
+        ui.set_util(true);
+        assert!(w.util() && !w.host());
+        ui.set_host(true);
+        ui.set_util(false);
+        assert!(!w.util() && w.host());
     }
 
     /// The slow rounds out of `rounds` that read PCIe and energy.

@@ -86,7 +86,7 @@ async fn process_utilisation_is_read_every_round_only_while_it_is_on_screen() {
     }
     // On screen: the next round reads it, and every round after.
     let before = per_gpu(&reads);
-    sampler.proc_util_wanted.set(true);
+    sampler.on_screen.set_util(true);
     next().await;
     next().await;
     for (g, n) in per_gpu(&reads).into_iter().enumerate() {
@@ -107,7 +107,7 @@ async fn process_utilisation_is_read_every_round_only_while_it_is_on_screen() {
         );
     }
     // Hidden again: back to every fifth round.
-    sampler.proc_util_wanted.set(false);
+    sampler.on_screen.set_util(false);
     next().await;
     let before = per_gpu(&reads);
     for _ in 0..20 {
@@ -138,12 +138,12 @@ struct SlowFacts {
 }
 
 impl HostFacts for SlowFacts {
-    fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample]) {
+    fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample], fresh: bool) {
         self.calls += 1;
         if self.calls.is_multiple_of(self.every) {
             std::thread::sleep(self.delay);
         }
-        self.inner.enrich(t_ms, procs);
+        self.inner.enrich(t_ms, procs, fresh);
     }
 }
 
@@ -276,24 +276,24 @@ fn the_host_stage_lets_a_late_snapshot_go_without_facts_in_order() {
     let mut h = HostStage::new(tx);
     let seqs = |v: Vec<Snapshot>| v.iter().map(|s| s.seq).collect::<Vec<_>>();
     // 0 goes to the host thread; 1 waits behind it.
-    assert_eq!(seqs(h.push(snap(0))), Vec::<u64>::new());
-    assert_eq!(rx.try_recv().unwrap().seq, 0);
-    assert_eq!(seqs(h.push(snap(1))), Vec::<u64>::new());
+    assert_eq!(seqs(h.push(snap(0), true)), Vec::<u64>::new());
+    assert_eq!(rx.try_recv().unwrap().0.seq, 0);
+    assert_eq!(seqs(h.push(snap(1), true)), Vec::<u64>::new());
     // 2 arrives while 0 is still out: 0 goes without facts.
-    assert_eq!(seqs(h.push(snap(2))), vec![0]);
+    assert_eq!(seqs(h.push(snap(2), true)), vec![0]);
     assert_eq!(h.late, 1);
     // 3 arrives: 0 is still with the thread, so 1 goes as it is.
-    assert_eq!(seqs(h.push(snap(3))), vec![1]);
+    assert_eq!(seqs(h.push(snap(3), true)), vec![1]);
     // 0 comes back: dropped (already out), and 2 goes to the thread.
     assert_eq!(seqs(h.back(snap(0))), Vec::<u64>::new());
-    assert_eq!(rx.try_recv().unwrap().seq, 2);
+    assert_eq!(rx.try_recv().unwrap().0.seq, 2);
     // 2 comes back enriched: it goes out; 3 goes to the thread.
     let mut two = snap(2);
     two.procs.push(ProcSample::default());
     let out = h.back(two);
     assert_eq!(seqs(out.clone()), vec![2]);
     assert_eq!(out[0].procs.len(), 1, "the enriched copy went out");
-    assert_eq!(rx.try_recv().unwrap().seq, 3);
+    assert_eq!(rx.try_recv().unwrap().0.seq, 3);
     // Stop: 3's copy goes out.
     assert_eq!(seqs(h.drain()), vec![3]);
 }
@@ -309,4 +309,113 @@ fn the_publisher_drops_anything_not_newer_than_the_last() {
     assert_eq!(rx.try_recv().unwrap().seq, 5);
     assert_eq!(rx.try_recv().unwrap().seq, 6);
     assert!(rx.try_recv().is_err());
+}
+
+/// A source whose host facts note, per call, whether it was a fresh read.
+struct FreshLog {
+    inner: SimSource,
+    log: Arc<std::sync::Mutex<Vec<bool>>>,
+}
+
+struct FreshFacts {
+    inner: Box<dyn HostFacts>,
+    log: Arc<std::sync::Mutex<Vec<bool>>>,
+}
+
+impl HostFacts for FreshFacts {
+    fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample], fresh: bool) {
+        self.log.lock().unwrap().push(fresh);
+        self.inner.enrich(t_ms, procs, fresh);
+    }
+}
+
+impl Source for FreshLog {
+    fn system(&self) -> Arc<SystemInfo> {
+        self.inner.system()
+    }
+    fn probe(&self, index: usize) -> Box<dyn GpuProbe> {
+        self.inner.probe(index)
+    }
+    fn host_facts(&self) -> Box<dyn HostFacts> {
+        Box::new(FreshFacts {
+            inner: self.inner.host_facts(),
+            log: self.log.clone(),
+        })
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn host_facts_are_read_afresh_every_round_only_while_they_are_on_screen() {
+    let world = SimWorld::new("demo", 5, now_ms()).unwrap();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let source = FreshLog {
+        inner: SimSource::new(world, "me".into()),
+        log: log.clone(),
+    };
+    let schedule = Schedule {
+        interval: Duration::from_millis(50),
+        fast: None,
+        slow: None,
+        pcie: None,
+        energy: None,
+        proc_util: Duration::from_millis(250),
+        burst: None,
+    };
+    let (sampler, mut rx) = Sampler::spawn(Box::new(source), schedule);
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a snapshot within 10 s")
+            .expect("stream open")
+    };
+    let fresh_since = |from: usize| log.lock().unwrap()[from..].iter().filter(|f| **f).count();
+    let calls = || log.lock().unwrap().len();
+    // Hidden (as record and serve): every fifth snapshot, the first one
+    // included; the others keep the last reading.
+    let mut cpu_held = 0;
+    let mut last: Option<Arc<Snapshot>> = None;
+    for _ in 0..20 {
+        let s = next().await;
+        if let Some(prev) = &last {
+            let same = s.procs.iter().all(|p| {
+                prev.procs
+                    .iter()
+                    .find(|q| q.pid == p.pid && q.gpu == p.gpu)
+                    .is_none_or(|q| q.cpu_pct == p.cpu_pct)
+            });
+            cpu_held += usize::from(same);
+        }
+        last = Some(s);
+    }
+    let hidden = fresh_since(0);
+    assert!(
+        (4..=5).contains(&hidden),
+        "{hidden} fresh reads in 20 hidden rounds"
+    );
+    assert!(
+        cpu_held >= 14,
+        "CPU % kept between fresh reads in only {cpu_held} of 19 rounds"
+    );
+    // On screen: every round reads them.
+    sampler.on_screen.set_host(true);
+    next().await;
+    let from = calls();
+    for _ in 0..10 {
+        next().await;
+    }
+    let shown = fresh_since(from);
+    assert!(shown >= 9, "{shown} fresh reads in 10 shown rounds");
+    // Process utilisation on screen says nothing about host facts.
+    sampler.on_screen.set_host(false);
+    sampler.on_screen.set_util(true);
+    next().await;
+    let from = calls();
+    for _ in 0..20 {
+        next().await;
+    }
+    let hidden = fresh_since(from);
+    assert!(
+        (3..=5).contains(&hidden),
+        "{hidden} fresh reads in 20 rounds, host facts hidden"
+    );
 }

@@ -107,13 +107,13 @@ pub(super) fn spawn_worker(
 pub(super) fn spawn_host(
     mut facts: Box<dyn HostFacts>,
     out: mpsc::UnboundedSender<Reply>,
-) -> SyncSender<Snapshot> {
-    let (tx, rx) = std_mpsc::sync_channel::<Snapshot>(2);
+) -> SyncSender<(Snapshot, bool)> {
+    let (tx, rx) = std_mpsc::sync_channel::<(Snapshot, bool)>(2);
     let _ = thread::Builder::new()
         .name("vw-host".into())
         .spawn(move || {
-            while let Ok(mut snap) = rx.recv() {
-                facts.enrich(snap.t_ms, &mut snap.procs);
+            while let Ok((mut snap, fresh)) = rx.recv() {
+                facts.enrich(snap.t_ms, &mut snap.procs, fresh);
                 if out.send(Reply::Host(snap)).is_err() {
                     break;
                 }

@@ -88,6 +88,9 @@ struct Known {
     docker: bool,
     pod_uid: Option<Arc<str>>,
     ns_pid: Option<u32>,
+    /// CPU % and RSS at the last fresh read.
+    cpu: f32,
+    rss: u64,
 }
 
 /// Host facts from /proc through sysinfo, with per-process caching, and
@@ -208,17 +211,23 @@ impl HostFacts for ProcHost {
         self.system.is_some()
     }
 
-    fn enrich(&mut self, _t_ms: Millis, procs: &mut [ProcSample]) {
+    fn enrich(&mut self, _t_ms: Millis, procs: &mut [ProcSample], fresh: bool) {
         // Container names: answers that arrived since the last round. The
         // socket is asked on its own thread (`containers`); this round only
         // reads the cache and never waits for it.
         let now = Instant::now();
         self.names.poll(now);
-        let all: Vec<u32> = procs.iter().map(|p| p.pid).collect();
-        let pids = self.refresh(&all);
-        // Forget processes no GPU lists any more (`pids` is sorted).
-        self.known
-            .retain(|pid, _| pids.binary_search(&Pid::from_u32(*pid)).is_ok());
+        let mut pids: Vec<u32> = procs.iter().map(|p| p.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        // Forget processes no GPU lists any more.
+        self.known.retain(|pid, _| pids.binary_search(pid).is_ok());
+        // Between fresh reads only processes not seen yet are read; the
+        // others keep their last CPU % and RSS.
+        if !fresh {
+            pids.retain(|pid| !self.known.contains_key(pid));
+        }
+        let read = self.refresh(&pids);
         for p in procs.iter_mut() {
             let Some(sp) = self
                 .system
@@ -228,13 +237,12 @@ impl HostFacts for ProcHost {
                 continue;
             };
             let start_time = sp.start_time();
-            let cpu = sp.cpu_usage();
-            let rss = sp.memory();
             let uid = sp.user_id().cloned();
             let stale = self
                 .known
                 .get(&p.pid)
                 .is_none_or(|k| k.start_time != start_time);
+            let (cpu, rss) = (sp.cpu_usage(), sp.memory());
             if stale {
                 let name = sanitize::clean_capped(&sp.name().to_string_lossy(), 64);
                 let command = sanitize::command_line(sp.cmd().iter().map(|a| a.to_string_lossy()));
@@ -258,10 +266,16 @@ impl HostFacts for ProcHost {
                     docker,
                     pod_uid: cg.pod_uid.map(Into::into),
                     ns_pid: read("status").as_deref().and_then(ns_pid_from_status),
+                    cpu,
+                    rss,
                 };
                 self.known.insert(p.pid, known);
             }
-            if let Some(k) = self.known.get(&p.pid) {
+            if let Some(k) = self.known.get_mut(&p.pid) {
+                if read.binary_search(&Pid::from_u32(p.pid)).is_ok() {
+                    (k.cpu, k.rss) = (cpu, rss);
+                }
+                let (cpu, rss) = (k.cpu, k.rss);
                 p.start_time = k.start_time;
                 p.user = k.user.clone();
                 p.name = Some(k.name.clone());
@@ -352,7 +366,7 @@ mod tests {
             pid: me,
             ..Default::default()
         }];
-        host.enrich(0, &mut procs);
+        host.enrich(0, &mut procs, true);
         let p = &procs[0];
         assert!(p.start_time > 0);
         assert!(p.rss.unwrap_or(0) > 0);
@@ -365,13 +379,54 @@ mod tests {
     }
 
     #[test]
+    fn between_fresh_reads_cpu_and_rss_keep_their_last_reading() {
+        let mut host = ProcHost::new(Vec::new());
+        let me = std::process::id();
+        let one = || ProcSample {
+            pid: me,
+            ..Default::default()
+        };
+        let mut first = [one()];
+        host.enrich(0, &mut first, true);
+        // Make RSS move: 64 MiB touched.
+        let ballast = vec![1u8; 64 << 20];
+        std::hint::black_box(&ballast);
+        let mut held = [one()];
+        host.enrich(1000, &mut held, false);
+        assert_eq!(held[0].rss, first[0].rss, "held between fresh reads");
+        assert_eq!(held[0].cpu_pct, first[0].cpu_pct);
+        assert!(held[0].command.is_some(), "the rest is filled as ever");
+        let mut fresh = [one()];
+        host.enrich(2000, &mut fresh, true);
+        assert!(
+            fresh[0].rss.unwrap_or(0) > first[0].rss.unwrap_or(0),
+            "read afresh: {:?} then {:?}",
+            first[0].rss,
+            fresh[0].rss
+        );
+        drop(ballast);
+    }
+
+    #[test]
+    fn a_process_first_seen_between_fresh_reads_is_read_at_once() {
+        let mut host = ProcHost::new(Vec::new());
+        let mut procs = [ProcSample {
+            pid: std::process::id(),
+            ..Default::default()
+        }];
+        host.enrich(0, &mut procs, false);
+        assert!(procs[0].rss.unwrap_or(0) > 0);
+        assert!(procs[0].user.is_some());
+    }
+
+    #[test]
     fn a_vanished_pid_is_left_alone() {
         let mut host = ProcHost::new(Vec::new());
         let mut procs = [ProcSample {
             pid: u32::MAX - 7,
             ..Default::default()
         }];
-        host.enrich(0, &mut procs);
+        host.enrich(0, &mut procs, true);
         assert_eq!(procs[0].user, None);
     }
 }

@@ -149,7 +149,11 @@ pub trait GpuProbe: Send {
 /// simulated source makes its own up.
 pub trait HostFacts: Send {
     /// Fills user, command, container, CPU and RSS for these processes.
-    fn enrich(&mut self, t_ms: Millis, procs: &mut [crate::model::ProcSample]);
+    /// CPU % and RSS are read afresh when `fresh` (CPU % then covers the
+    /// time since the last fresh read), else the last reading of each
+    /// process is kept (`None` for one not read yet): the sampler reads
+    /// them only as often as they are shown.
+    fn enrich(&mut self, t_ms: Millis, procs: &mut [crate::model::ProcSample], fresh: bool);
 
     /// Starts CPU accounting for these PIDs, so that the next `enrich` can
     /// report CPU %. Returns whether a second call needs time in between.

@@ -410,13 +410,13 @@ struct SelectedHost {
 }
 
 impl HostFacts for SelectedHost {
-    fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample]) {
+    fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample], fresh: bool) {
         let inner_of = |g: u32| self.map.get(g as usize).map(|&p| p as u32);
         let ours: Vec<u32> = procs.iter().map(|p| p.gpu).collect();
         for p in procs.iter_mut() {
             p.gpu = inner_of(p.gpu).unwrap_or(p.gpu);
         }
-        self.inner.enrich(t_ms, procs);
+        self.inner.enrich(t_ms, procs, fresh);
         for (p, g) in procs.iter_mut().zip(ours) {
             p.gpu = g;
         }

@@ -640,6 +640,7 @@ impl Source for SimSource {
         Box::new(SimHost {
             world: self.world.clone(),
             me: self.me.clone(),
+            held: Default::default(),
         })
     }
 }
@@ -676,11 +677,23 @@ impl GpuProbe for SimProbe {
 struct SimHost {
     world: Arc<SimWorld>,
     me: String,
+    /// CPU % and RSS of each process at its last fresh read.
+    held: std::collections::HashMap<(u32, u64), (Option<f32>, Option<u64>)>,
 }
 
 impl HostFacts for SimHost {
-    fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample]) {
+    fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample], fresh: bool) {
         self.world.enrich(t_ms, &self.me, procs);
+        let mut held = std::collections::HashMap::with_capacity(procs.len());
+        for p in procs.iter_mut() {
+            let key = (p.pid, p.start_time);
+            match self.held.get(&key) {
+                Some(&(cpu, rss)) if !fresh => (p.cpu_pct, p.rss) = (cpu, rss),
+                _ => {}
+            }
+            held.insert(key, (p.cpu_pct, p.rss));
+        }
+        self.held = held;
     }
 }
 

@@ -447,7 +447,7 @@ sys.stdin.read()
         ..Default::default()
     }];
     use vramwatch::source::HostFacts;
-    vramwatch::source::host::ProcHost::new(Vec::new()).enrich(0, &mut procs);
+    vramwatch::source::host::ProcHost::new(Vec::new()).enrich(0, &mut procs, true);
     let key = procs[0].key();
     assert!(key.start_time > 0);
 

@@ -21,12 +21,12 @@ fn main() {
             ..Default::default()
         })
         .collect();
-    host.enrich(0, &mut procs);
+    host.enrich(0, &mut procs, true);
     let cpu0 = vramwatch::commands::bench_sampler::cpu_seconds();
     let t = Instant::now();
     let n = 200;
     for _ in 0..n {
-        host.enrich(0, &mut procs);
+        host.enrich(0, &mut procs, true);
     }
     println!(
         "{} pids: {:?} wall, {:.0} us CPU per enrich",

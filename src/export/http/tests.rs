@@ -282,7 +282,7 @@ impl crate::source::GpuProbe for Falling {
 
 struct NoHost;
 impl crate::source::HostFacts for NoHost {
-    fn enrich(&mut self, _: u64, _: &mut [crate::model::ProcSample]) {}
+    fn enrich(&mut self, _: u64, _: &mut [crate::model::ProcSample], _: bool) {}
 }
 
 struct FallingSource(u64);

@@ -9,12 +9,14 @@ use serde::{Deserialize, Serialize, Serializer};
 use super::{LineError, ProcId, ProcessInfo, clean_opt};
 use crate::model::{Bar1, GpuSample, GpuState, MemInfo, Millis, ProcKind, ProcSample, Snapshot};
 
-/// Host CPU % is stored to 0.1 %: it comes from 10 ms scheduler ticks, so
-/// the digits a float carries beyond that are noise, and noise does not
-/// compress (it was half of a crowded node's file). Reading gives the
-/// rounded value back; rounding it again changes nothing.
+/// Host CPU % is stored in whole percent, as the dashboard shows it: it
+/// comes from 10 ms scheduler ticks, one tick in a one-second interval is
+/// 1 %, so the digits a float carries beyond that are the interval's jitter
+/// — and noise does not compress (the tenths were 11 % of a crowded
+/// node's file). Ties go to even, as `{:.0}` formats them, so a replayed
+/// figure reads as the live one did. Rounding again changes nothing.
 pub fn cpu_precision(pct: f32) -> f32 {
-    (pct * 10.0).round() / 10.0
+    pct.round_ties_even()
 }
 
 /// One column: `f` of every row, as a JSON array.
