@@ -312,7 +312,6 @@ impl Analyzer {
                 .entry(sp.id())
                 .or_insert_with(|| ProcTrack::new(sp, t, generation, cfg));
             tr.seen = generation;
-            tr.series.observe(t, sp.mem, sp.mem_peak, &cfg.phase);
             if let Some(m) = sp.mem {
                 // A level shift (weights or a data set arriving) is not a
                 // leak's beginning: the detector starts again after it.
@@ -321,6 +320,13 @@ impl Analyzer {
                     tr.leak = LeakDetector::new(&cfg.leak);
                     tr.leak_alerted = false;
                     tr.rises.clear();
+                    // A fill to a new high is not the growth after it
+                    // either (a sawtooth climbing back to where it was is
+                    // its own shape, and stays in the window).
+                    let high = tr.series.window.max().unwrap_or(0.0);
+                    if m as f64 >= high + shift {
+                        tr.series.restart_trend();
+                    }
                 }
                 tr.last_mem = Some(m);
                 tr.rises.observe(t, m as f64, total as f64 / 1000.0);
@@ -331,6 +337,7 @@ impl Analyzer {
                     g.demand = Some(g.demand.map_or(d, |x| x.max(d)));
                 }
             }
+            tr.series.observe(t, sp.mem, sp.mem_peak, &cfg.phase);
             // A process NVML has just listed may not have its CUDA context
             // yet (a few MiB, then ~500 MiB a second later): that jump is
             // start-up, not growth, so the leak detector starts once the

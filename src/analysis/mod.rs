@@ -254,6 +254,45 @@ mod tests {
     }
 
     #[test]
+    fn a_fill_to_a_new_high_restarts_a_process_trend_and_a_sawtooth_does_not() {
+        const GIB: u64 = 1 << 30;
+        let mut a = Analyzer::new(&AnalysisConfig::default());
+        // Weights arrive in one step (1 to 41 GiB of 100), then 200 MiB/s.
+        let mem = |t: u64| match t {
+            0..10 => GIB,
+            _ => 41 * GIB + (t - 10) * 200 * (1 << 20),
+        };
+        // A second process swings between 20 and 35 GiB every 2 s
+        // (empty_cache, then the cache taken again in one step).
+        let saw = |t: u64| if t % 4 < 2 { 20 * GIB } else { 35 * GIB };
+        let proc_of = |a: &Analyzer, pid: u32| {
+            a.processes()
+                .find(|p| p.id.key.pid == pid)
+                .cloned()
+                .unwrap()
+        };
+        for t in 0..60 {
+            a.observe(&snap(t, mem(t) + saw(t), &[(1, mem(t)), (2, saw(t))]));
+            if t == 15 {
+                let p = proc_of(&a, 1);
+                assert_eq!(p.phase, Phase::Unknown, "too few points since the fill");
+                // The growth's rate, not the fill's (40 GiB over the window).
+                let r = p.rate.map_or(0.0, |r| r.bps) / (1 << 20) as f64;
+                assert!(r < 210.0, "{r} MiB/s");
+            }
+        }
+        let p = proc_of(&a, 1);
+        assert_eq!(p.phase, Phase::Growing);
+        let r = p.rate.unwrap().bps / (1 << 20) as f64;
+        assert!((190.0..210.0).contains(&r), "{r} MiB/s");
+        assert_eq!(
+            proc_of(&a, 2).phase,
+            Phase::Volatile,
+            "the sawtooth kept its window"
+        );
+    }
+
+    #[test]
     fn exited_processes_are_kept_then_forgotten() {
         let cfg = AnalysisConfig {
             forget_after: Duration::from_secs(5),

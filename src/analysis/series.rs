@@ -30,6 +30,17 @@ impl Series {
         }
     }
 
+    /// Forgets the trend (the window, its estimate and the phase) but not
+    /// the peaks: after a fill (weights or a data set arriving in one
+    /// step) the growth is measured from the new level on, as the GPU's
+    /// regime is (`envelope`), rather than as the fill's rate and noise
+    /// lingering in the window for its whole span.
+    pub(crate) fn restart_trend(&mut self) {
+        self.window.clear();
+        self.estimate = None;
+        self.phase = PhaseTracker::default();
+    }
+
     /// Feeds the snapshot at `t_ms`: `current` is the reading, `interval_peak`
     /// the highest read since the previous snapshot. Returns whether the
     /// point was new (not older than the newest).

@@ -206,6 +206,11 @@ impl Window {
     }
 
     /// Drops every point.
+    /// The highest value in the window.
+    pub fn max(&self) -> Option<f64> {
+        self.points.iter().map(|p| p.1).reduce(f64::max)
+    }
+
     pub fn clear(&mut self) {
         self.points.clear();
     }

@@ -329,7 +329,10 @@ fn host_facts_are_on_screen_only_with_the_cpu_or_rss_column_or_a_drill_down() {
     assert!(app.shows_proc_util(), "while SM% is still shown");
     let act = key(&mut app, KeyCode::Enter);
     assert!(matches!(act, Some(Action::Inspect(_))), "{act:?}");
-    assert!(app.shows_host_facts(), "a drill-down shows host CPU and RSS");
+    assert!(
+        app.shows_host_facts(),
+        "a drill-down shows host CPU and RSS"
+    );
     key(&mut app, KeyCode::Esc);
     app.update(Event::Resize(120, 40));
     ch(&mut app, '?');

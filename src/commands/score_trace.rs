@@ -134,3 +134,36 @@ fn sweep() {
         }
     }
 }
+
+/// Each process of the run's GPU, per snapshot: memory, rate, phase and
+/// leak flag (`VW_TRACE` as for [`trace`]; `commands::score::trace::procs`).
+#[test]
+#[ignore = "a diagnostic: set VW_TRACE to a recording"]
+fn procs() {
+    let Ok(path) = std::env::var("VW_TRACE") else {
+        return;
+    };
+    let path = Path::new(&path);
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let stem = name.strip_suffix(".jsonl.zst").unwrap();
+    let truth = Truth::read(&path.with_file_name(format!("{stem}.truth.json"))).unwrap();
+    let rec = Recording::open(path).unwrap();
+    let gpu = truth.gpu_in(&rec.system()).unwrap();
+    let mut a = Analyzer::new(&AnalysisConfig::default());
+    let zero = truth.growth_start_unix_ms.unwrap_or(truth.start_unix_ms);
+    let gib = |x: f64| x / (1u64 << 30) as f64;
+    for snap in rec.iter().filter_map(Result::ok) {
+        a.observe(&snap);
+        let rel = (snap.t_ms as f64 - zero as f64) / 1000.0;
+        for p in a.processes().filter(|p| p.id.gpu == gpu && p.alive) {
+            println!(
+                "{rel:7.1} pid {} mem {:7.2} rate {:>7} phase {:?} leak {}",
+                p.id.key.pid,
+                gib(p.mem.unwrap_or(0) as f64),
+                p.rate.map_or("-".into(), |r| format!("{:.2}", gib(r.bps))),
+                p.phase,
+                p.leak.is_some()
+            );
+        }
+    }
+}
