@@ -26,7 +26,7 @@ pub(crate) mod view;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::config::Config;
+use crate::config::{Column, Config};
 use crate::history::{History, ProcId, ProcSeries};
 use crate::model::{Event as ModelEvent, Millis, SystemInfo};
 use crate::pipeline::Analyzed;
@@ -349,22 +349,19 @@ impl App {
     /// event loop passes it on to the sampler, which reads it every
     /// interval only then (`sampler::OnScreen`).
     pub fn shows_proc_util(&self) -> bool {
-        let (w, h) = self.nav.size;
-        if w < layout::MIN_WIDTH || h < layout::MIN_HEIGHT {
-            return false;
-        }
-        match self.screen() {
-            Screen::Process(_) => true,
-            Screen::Overview => layout::fit_columns(&self.settings.config.display.columns, w)
-                .contains(&crate::config::Column::Sm),
-            Screen::Gpu(_) | Screen::Help => false,
-        }
+        self.shows_process_figures(&[Column::Sm])
     }
 
     /// Whether host facts that change (CPU %, RSS) are on screen: the
     /// overview's CPU% or RSS column at the current width, or a process's
     /// drill-down. Read every interval only then, as process utilisation.
     pub fn shows_host_facts(&self) -> bool {
+        self.shows_process_figures(&[Column::Cpu, Column::Rss])
+    }
+
+    /// Whether any of these columns is on screen, or a drill-down (which
+    /// shows every per-process figure).
+    fn shows_process_figures(&self, columns: &[Column]) -> bool {
         let (w, h) = self.nav.size;
         if w < layout::MIN_WIDTH || h < layout::MIN_HEIGHT {
             return false;
@@ -373,7 +370,7 @@ impl App {
             Screen::Process(_) => true,
             Screen::Overview => layout::fit_columns(&self.settings.config.display.columns, w)
                 .iter()
-                .any(|c| matches!(c, crate::config::Column::Cpu | crate::config::Column::Rss)),
+                .any(|c| columns.contains(c)),
             Screen::Gpu(_) | Screen::Help => false,
         }
     }

@@ -11,21 +11,25 @@ use crate::analysis::truth::Truth;
 use crate::analysis::{AnalysisConfig, Analyzer, Forecast};
 use crate::record::Recording;
 
+/// The recording `VW_TRACE` names, its truth, the truth's GPU and the
+/// moment (unix ms) times are printed from: the start of growth.
+fn traced() -> Option<(Truth, Recording, u32, u64)> {
+    let path = std::env::var("VW_TRACE").ok()?;
+    let path = Path::new(&path);
+    let truth = Truth::read(&super::truth_beside(path)).unwrap();
+    let rec = Recording::open(path).unwrap();
+    let gpu = truth.gpu_in(&rec.system()).unwrap();
+    let zero = truth.growth_start_unix_ms.unwrap_or(truth.start_unix_ms);
+    Some((truth, rec, gpu, zero))
+}
+
 #[test]
 #[ignore = "a diagnostic: set VW_TRACE to a recording"]
 fn trace() {
-    let Ok(path) = std::env::var("VW_TRACE") else {
+    let Some((truth, rec, gpu, zero)) = traced() else {
         return;
     };
-    let path = Path::new(&path);
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let stem = name.strip_suffix(".jsonl.zst").unwrap();
-    let truth = Truth::read(&path.with_file_name(format!("{stem}.truth.json"))).unwrap();
-    let rec = Recording::open(path).unwrap();
-    let gpu = truth.gpu_in(&rec.system()).unwrap();
-    let cfg = AnalysisConfig::default();
-    let mut a = Analyzer::new(&cfg);
-    let zero = truth.growth_start_unix_ms.unwrap_or(truth.start_unix_ms);
+    let mut a = Analyzer::new(&AnalysisConfig::default());
     let gib = |x: u64| x as f64 / (1u64 << 30) as f64;
     for snap in rec.iter().filter_map(Result::ok) {
         let t = snap.t_ms;
@@ -140,17 +144,10 @@ fn sweep() {
 #[test]
 #[ignore = "a diagnostic: set VW_TRACE to a recording"]
 fn procs() {
-    let Ok(path) = std::env::var("VW_TRACE") else {
+    let Some((_, rec, gpu, zero)) = traced() else {
         return;
     };
-    let path = Path::new(&path);
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let stem = name.strip_suffix(".jsonl.zst").unwrap();
-    let truth = Truth::read(&path.with_file_name(format!("{stem}.truth.json"))).unwrap();
-    let rec = Recording::open(path).unwrap();
-    let gpu = truth.gpu_in(&rec.system()).unwrap();
     let mut a = Analyzer::new(&AnalysisConfig::default());
-    let zero = truth.growth_start_unix_ms.unwrap_or(truth.start_unix_ms);
     let gib = |x: f64| x / (1u64 << 30) as f64;
     for snap in rec.iter().filter_map(Result::ok) {
         a.observe(&snap);

@@ -48,23 +48,27 @@ async fn the_live_sampler_publishes_snapshots_with_fast_lane_reads() {
     );
 }
 
+/// Rounds of 50 ms, nothing but the normal lane, process utilisation and
+/// host facts every fifth round while nobody looks.
+fn every_fifth_round() -> Schedule {
+    Schedule {
+        interval: Duration::from_millis(50),
+        fast: None,
+        slow: None,
+        pcie: None,
+        energy: None,
+        proc_util: Duration::from_millis(250),
+        burst: None,
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn process_utilisation_is_read_every_round_only_while_it_is_on_screen() {
     let world = SimWorld::new("demo", 5, now_ms()).unwrap();
     let source = CountingSource::new(Box::new(SimSource::new(world, "me".into())));
     let reads = source.reads();
     let gpus = source.system().gpus.len();
-    let schedule = Schedule {
-        interval: Duration::from_millis(50),
-        fast: None,
-        slow: None,
-        pcie: None,
-        energy: None,
-        // Every fifth round while nobody looks.
-        proc_util: Duration::from_millis(250),
-        burst: None,
-    };
-    let (sampler, mut rx) = Sampler::spawn(Box::new(source), schedule);
+    let (sampler, mut rx) = Sampler::spawn(Box::new(source), every_fifth_round());
     let mut next = async || {
         tokio::time::timeout(Duration::from_secs(10), rx.recv())
             .await
@@ -352,16 +356,7 @@ async fn host_facts_are_read_afresh_every_round_only_while_they_are_on_screen() 
         inner: SimSource::new(world, "me".into()),
         log: log.clone(),
     };
-    let schedule = Schedule {
-        interval: Duration::from_millis(50),
-        fast: None,
-        slow: None,
-        pcie: None,
-        energy: None,
-        proc_util: Duration::from_millis(250),
-        burst: None,
-    };
-    let (sampler, mut rx) = Sampler::spawn(Box::new(source), schedule);
+    let (sampler, mut rx) = Sampler::spawn(Box::new(source), every_fifth_round());
     let mut next = async || {
         tokio::time::timeout(Duration::from_secs(10), rx.recv())
             .await
