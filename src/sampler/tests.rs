@@ -127,11 +127,24 @@ async fn process_utilisation_is_read_every_round_only_while_it_is_on_screen() {
     assert_eq!(reads.total(), per_gpu(&reads).iter().sum::<u64>());
 }
 
-/// A source whose host facts are slow on every `every`-th call.
+/// A source whose host facts are slow on every `every`-th call, and note
+/// per call whether it was a fresh read.
 struct SlowHost {
     inner: SimSource,
     every: u32,
     delay: Duration,
+    log: Arc<std::sync::Mutex<Vec<bool>>>,
+}
+
+impl SlowHost {
+    fn new(world: SimWorld, every: u32, delay: Duration) -> SlowHost {
+        SlowHost {
+            inner: SimSource::new(world, "me".into()),
+            every,
+            delay,
+            log: Arc::default(),
+        }
+    }
 }
 
 struct SlowFacts {
@@ -139,11 +152,13 @@ struct SlowFacts {
     calls: u32,
     every: u32,
     delay: Duration,
+    log: Arc<std::sync::Mutex<Vec<bool>>>,
 }
 
 impl HostFacts for SlowFacts {
     fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample], fresh: bool) {
         self.calls += 1;
+        self.log.lock().unwrap().push(fresh);
         if self.calls.is_multiple_of(self.every) {
             std::thread::sleep(self.delay);
         }
@@ -164,6 +179,7 @@ impl Source for SlowHost {
             calls: 0,
             every: self.every,
             delay: self.delay,
+            log: self.log.clone(),
         })
     }
 }
@@ -185,11 +201,7 @@ async fn a_slow_host_stage_never_reorders_snapshots_nor_invents_events() {
     // behind it. What comes out must still be in order, each snapshot's
     // events those of the one just before it.
     let world = SimWorld::new("demo", 3, now_ms()).unwrap();
-    let source = SlowHost {
-        inner: SimSource::new(world, "me".into()),
-        every: 4,
-        delay: Duration::from_millis(125),
-    };
+    let source = SlowHost::new(world, 4, Duration::from_millis(125));
     let schedule = Schedule {
         interval: Duration::from_millis(50),
         fast: None,
@@ -315,47 +327,12 @@ fn the_publisher_drops_anything_not_newer_than_the_last() {
     assert!(rx.try_recv().is_err());
 }
 
-/// A source whose host facts note, per call, whether it was a fresh read.
-struct FreshLog {
-    inner: SimSource,
-    log: Arc<std::sync::Mutex<Vec<bool>>>,
-}
-
-struct FreshFacts {
-    inner: Box<dyn HostFacts>,
-    log: Arc<std::sync::Mutex<Vec<bool>>>,
-}
-
-impl HostFacts for FreshFacts {
-    fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample], fresh: bool) {
-        self.log.lock().unwrap().push(fresh);
-        self.inner.enrich(t_ms, procs, fresh);
-    }
-}
-
-impl Source for FreshLog {
-    fn system(&self) -> Arc<SystemInfo> {
-        self.inner.system()
-    }
-    fn probe(&self, index: usize) -> Box<dyn GpuProbe> {
-        self.inner.probe(index)
-    }
-    fn host_facts(&self) -> Box<dyn HostFacts> {
-        Box::new(FreshFacts {
-            inner: self.inner.host_facts(),
-            log: self.log.clone(),
-        })
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn host_facts_are_read_afresh_every_round_only_while_they_are_on_screen() {
     let world = SimWorld::new("demo", 5, now_ms()).unwrap();
-    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let source = FreshLog {
-        inner: SimSource::new(world, "me".into()),
-        log: log.clone(),
-    };
+    // Never slow: only the log is wanted.
+    let source = SlowHost::new(world, u32::MAX, Duration::ZERO);
+    let log = source.log.clone();
     let (sampler, mut rx) = Sampler::spawn(Box::new(source), every_fifth_round());
     let mut next = async || {
         tokio::time::timeout(Duration::from_secs(10), rx.recv())
