@@ -74,7 +74,7 @@ impl Widget for &ProcessView<'_> {
         } else {
             [charts_a, Rect::default()]
         };
-        Paragraph::new(self.facts(s))
+        Paragraph::new(self.facts(s, facts_a.width))
             .wrap(Wrap { trim: false })
             .render(facts_a, buf);
         self.memory_chart(s, slot, chart_a, buf);
@@ -117,7 +117,7 @@ impl ProcessView<'_> {
     }
 
     /// The facts: user, type, container, start, working directory, command.
-    fn facts(&self, s: &ProcSeries) -> Vec<Line<'static>> {
+    fn facts(&self, s: &ProcSeries, width: u16) -> Vec<Line<'static>> {
         let app = self.app;
         let t = app.theme();
         let f = &s.facts;
@@ -127,13 +127,15 @@ impl ProcessView<'_> {
             s.first_seen_ms
         };
         let age = app.shown_ms().saturating_sub(start_ms) / 1000;
+        // Label and value stay together when the line wraps.
+        let fact = |label: &'static str, value: String| {
+            vec![Span::styled(label, t.label), Span::raw(value)]
+        };
         let mut l1 = vec![
-            Span::styled("user ", t.label),
-            Span::raw(f.user.as_deref().unwrap_or("?").to_string()),
-            Span::styled("  type ", t.label),
-            Span::raw(f.kind.letter()),
-            Span::styled("  container ", t.label),
-            Span::raw(
+            fact("user ", f.user.as_deref().unwrap_or("?").to_string()),
+            fact("  type ", f.kind.letter().to_string()),
+            fact(
+                "  container ",
                 match (f.container_name.as_deref(), f.container.as_deref()) {
                     (Some(name), Some(id)) if name != id => format!("{name} ({id})"),
                     (name, id) => name.or(id).unwrap_or("-").to_string(),
@@ -141,19 +143,19 @@ impl ProcessView<'_> {
             ),
         ];
         if let Some(pod) = f.pod_label() {
-            l1.push(Span::styled("  pod ", t.label));
-            l1.push(Span::raw(pod));
+            l1.push(fact("  pod ", pod.to_string()));
         }
         if let Some(ns) = f.ns_pid {
-            l1.push(Span::styled("  PID in container ", t.label));
-            l1.push(Span::raw(ns.to_string()));
+            l1.push(fact("  PID in container ", ns.to_string()));
         }
-        l1.push(Span::styled("  started ", t.label));
-        l1.push(Span::raw(format!(
-            "{} ({} ago)",
-            app.clock().hms(start_ms),
-            duration_short(age)
-        )));
+        l1.push(fact(
+            "  started ",
+            format!(
+                "{} ({} ago)",
+                app.clock().hms(start_ms),
+                duration_short(age)
+            ),
+        ));
         let cwd = if app.detail().id == Some(self.id) {
             app.detail()
                 .cwd
@@ -162,8 +164,8 @@ impl ProcessView<'_> {
         } else {
             "…".into()
         };
-        vec![
-            Line::from(l1),
+        let mut lines = crate::ui::flow(l1, usize::from(width));
+        lines.extend([
             Line::from(vec![Span::styled("cwd ", t.label), Span::raw(cwd)]),
             Line::from(vec![
                 Span::styled("command ", t.label),
@@ -175,7 +177,8 @@ impl ProcessView<'_> {
                         .to_string(),
                 ),
             ]),
-        ]
+        ]);
+        lines
     }
 
     /// Memory over time, the fast lane's peaks and the highest peak marked.

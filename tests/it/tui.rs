@@ -473,6 +473,29 @@ fn the_pytorch_figures_keep_each_value_with_its_label() {
 }
 
 #[test]
+fn the_process_facts_keep_each_value_with_its_label() {
+    // The vLLM server of the demo runs in a Kubernetes pod: at 80 columns
+    // its facts take two lines, and "pod" must not end one of them.
+    for size in SIZES {
+        let mut app = at("demo", 90, size);
+        key(&mut app, KeyCode::Char('/'));
+        for c in "vllm".chars() {
+            key(&mut app, KeyCode::Char(c));
+        }
+        key(&mut app, KeyCode::Enter);
+        key(&mut app, KeyCode::Enter);
+        let t = text(&render(&app));
+        for whole in [
+            "pod inference/llm-serve-0",
+            "container vllm (c41d9e0f5a27)",
+            "user svc-infer",
+        ] {
+            assert!(t.contains(whole), "{size:?}: `{whole}` broken:\n{t}");
+        }
+    }
+}
+
+#[test]
 fn serving_shows_in_the_header() {
     let (system, snaps) = fixture::analysed("demo", 1, 5, "me", &Config::default());
     let mut settings = fixture::settings(Config::default(), system);
