@@ -84,19 +84,13 @@ fn record(scenario: &str, n: u64, plain: &Path, zst: &Path) {
     // as a dashboard recording with all columns on screen does.
     let every = vramwatch::sampler::Schedule::default().proc_util_every();
     let every_round = env::<u8>("VRAMWATCH_BENCH_EVERY_ROUND") == Some(1);
-    let mut held: HashMap<(u32, u32), ProcSample> = HashMap::new();
+    let mut held: HashMap<(u32, u32, u64), ProcSample> = HashMap::new();
     for i in 0..n {
         let t = Instant::now();
         let mut s = world.snapshot(i, T0 + i * 1000, "me");
-        if every_round {
-            // Every per-process figure read every second.
-        } else if i % every == 0 {
-            held = s
-                .procs
-                .iter()
-                .map(|p| ((p.gpu, p.pid), p.clone()))
-                .collect();
-        } else {
+        if !every_round && i % every == 0 {
+            held = s.procs.iter().map(|p| (key(p), p.clone())).collect();
+        } else if !every_round {
             hold(&mut s, &held);
         }
         if let Some(p) = &prev {
@@ -125,14 +119,26 @@ fn record(scenario: &str, n: u64, plain: &Path, zst: &Path) {
     );
 }
 
+fn key(p: &ProcSample) -> (u32, u32, u64) {
+    (p.gpu, p.pid, p.start_time)
+}
+
 /// Keeps the figures of `held` (the last round that read them) that the
-/// sampler reads only every `proc_util_interval`, as it does.
-fn hold(s: &mut Snapshot, held: &HashMap<(u32, u32), ProcSample>) {
+/// sampler reads only every `proc_util_interval`, as it does: a process
+/// started since has no utilisation until the next read (its host facts
+/// are read at once, its CPU % needs a second read).
+fn hold(s: &mut Snapshot, held: &HashMap<(u32, u32, u64), ProcSample>) {
     for p in &mut s.procs {
-        if let Some(h) = held.get(&(p.gpu, p.pid)) {
-            (p.sm_util, p.mem_util, p.enc_util, p.dec_util) =
-                (h.sm_util, h.mem_util, h.enc_util, h.dec_util);
-            (p.cpu_pct, p.rss) = (h.cpu_pct, h.rss);
+        match held.get(&key(p)) {
+            Some(h) => {
+                (p.sm_util, p.mem_util, p.enc_util, p.dec_util) =
+                    (h.sm_util, h.mem_util, h.enc_util, h.dec_util);
+                (p.cpu_pct, p.rss) = (h.cpu_pct, h.rss);
+            }
+            None => {
+                (p.sm_util, p.mem_util, p.enc_util, p.dec_util) = (None, None, None, None);
+                p.cpu_pct = None;
+            }
         }
     }
 }

@@ -154,8 +154,9 @@ pub struct Hub {
     pub system: Arc<SystemInfo>,
     pub schedule: Schedule,
     pub analysis: Arc<AnalysisConfig>,
-    /// Set by the dashboard while per-process utilisation is on screen: the
-    /// sampler then reads it every interval, else every `schedule.proc_util`.
+    /// Set by the dashboard while per-process utilisation or host facts are
+    /// on screen: the sampler then reads them every interval, else every
+    /// `schedule.proc_util`.
     pub on_screen: OnScreen,
     tx: broadcast::WeakSender<Arc<Analyzed>>,
     latest: watch::Receiver<Option<Arc<Analyzed>>>,

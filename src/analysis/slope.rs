@@ -205,12 +205,12 @@ impl Window {
         (t1 > t0).then(|| (v1 - v0) * 1000.0 / (t1 - t0) as f64)
     }
 
-    /// Drops every point.
     /// The highest value in the window.
-    pub fn max(&self) -> Option<f64> {
+    pub(crate) fn max(&self) -> Option<f64> {
         self.points.iter().map(|p| p.1).reduce(f64::max)
     }
 
+    /// Drops every point.
     pub fn clear(&mut self) {
         self.points.clear();
     }

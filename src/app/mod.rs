@@ -355,7 +355,7 @@ impl App {
     /// Whether host facts that change (CPU %, RSS) are on screen: the
     /// overview's CPU% or RSS column at the current width, or a process's
     /// drill-down. Read every interval only then, as process utilisation.
-    pub fn shows_host_facts(&self) -> bool {
+    pub(crate) fn shows_host_facts(&self) -> bool {
         self.shows_process_figures(&[Column::Cpu, Column::Rss])
     }
 

@@ -213,7 +213,10 @@ async fn sampler(
 ) -> (f64, u64, f64) {
     let cpu0 = cpu_seconds();
     let flag = OnScreen::default();
+    // As the dashboard: a drill-down or the overview at the usual widths
+    // shows both process utilisation and host facts.
     flag.set_util(wanted);
+    flag.set_host(wanted);
     let (s, mut rx) = Sampler::spawn_with(source, schedule, flag);
     let end = tokio::time::Instant::now() + run;
     let (mut snaps, mut reads) = (0u64, 0u64);

@@ -234,7 +234,8 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
     let mut dirty = true;
     'run: loop {
         if let Some(hub) = &hooks.hub {
-            // Process utilisation is read every interval only while shown.
+            // Process utilisation and host facts are read every interval
+            // only while shown.
             hub.on_screen.set_util(app.shows_proc_util());
             hub.on_screen.set_host(app.shows_host_facts());
         }

@@ -10,7 +10,7 @@
 //! [`events::diff_events`] always compares a snapshot with the one just
 //! before it. Process utilisation, the most expensive call, is read every
 //! interval only while it is on screen ([`OnScreen`]), else every
-//! `proc_util` ([`schedule::UtilCadence`]).
+//! `proc_util` ([`schedule::UtilCadence`]); so are host CPU % and RSS.
 
 pub(crate) mod assemble;
 pub(crate) mod counting;
@@ -40,8 +40,8 @@ use workers::{Reply, Request, Worker, spawn_host, spawn_worker};
 pub struct Sampler {
     pub system: Arc<SystemInfo>,
     pub schedule: Schedule,
-    /// Set it while process utilisation is on screen: it is then read every
-    /// interval rather than every `schedule.proc_util`.
+    /// Set it while process utilisation or host facts are on screen: they
+    /// are then read every interval rather than every `schedule.proc_util`.
     pub on_screen: OnScreen,
     _stop: watch::Sender<bool>,
 }
@@ -50,8 +50,8 @@ impl Sampler {
     /// Starts sampling `source` on `schedule`; must be called inside a tokio
     /// runtime. Every snapshot comes out on the returned stream, in order
     /// and none twice; the stream ends after the sampler is dropped.
-    /// Process utilisation is read on the slow cadence until
-    /// [`Sampler::on_screen`] is set.
+    /// Process utilisation and host CPU % / RSS are read on the slow
+    /// cadence until [`Sampler::on_screen`] says they are shown.
     pub fn spawn(
         source: Box<dyn Source>,
         schedule: Schedule,
@@ -59,9 +59,9 @@ impl Sampler {
         Sampler::spawn_with(source, schedule, OnScreen::default())
     }
 
-    /// As [`Sampler::spawn`], with the flag that says whether process
-    /// utilisation is on screen given by whoever shows it (a clone of it is
-    /// kept as [`Sampler::on_screen`]).
+    /// As [`Sampler::spawn`], with the flags that say whether process
+    /// utilisation and host facts are on screen given by whoever shows them
+    /// (a clone is kept as [`Sampler::on_screen`]).
     pub fn spawn_with(
         source: Box<dyn Source>,
         schedule: Schedule,
@@ -208,7 +208,15 @@ impl HostStage {
             self.late += 1;
             match self.in_flight.as_mut().and_then(|(_, copy)| copy.take()) {
                 Some(copy) => out.push(copy),
-                None => out.extend(self.waiting.pop_front().map(|(s, _)| s)),
+                None => {
+                    if let Some((late, fresh)) = self.waiting.pop_front() {
+                        // Its fresh read is owed to the next one.
+                        if let Some(next) = self.waiting.front_mut() {
+                            next.1 |= fresh;
+                        }
+                        out.push(late);
+                    }
+                }
             }
         }
     }

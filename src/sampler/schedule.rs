@@ -87,32 +87,39 @@ impl Schedule {
 /// clone; a clone shares the flags. Both off by default, as for `record`
 /// and `serve`, which show nothing: they read both every `proc_util`.
 #[derive(Clone, Debug, Default)]
-pub struct OnScreen(Arc<[AtomicBool; 2]>);
+pub struct OnScreen {
+    util: Arc<AtomicBool>,
+    host: Arc<AtomicBool>,
+}
 
 impl OnScreen {
     /// Says whether process utilisation is on screen; the next round
     /// follows it.
     pub fn set_util(&self, shown: bool) {
-        self.0[0].store(shown, Ordering::Relaxed);
+        self.util.store(shown, Ordering::Relaxed);
     }
 
+    /// Whether process utilisation is on screen.
     pub fn util(&self) -> bool {
-        self.0[0].load(Ordering::Relaxed)
+        self.util.load(Ordering::Relaxed)
     }
 
-    /// Says whether host facts (CPU %, RSS) are on screen.
+    /// Says whether host facts (CPU %, RSS) are on screen; the next round
+    /// follows it.
     pub fn set_host(&self, shown: bool) {
-        self.0[1].store(shown, Ordering::Relaxed);
+        self.host.store(shown, Ordering::Relaxed);
     }
 
+    /// Whether host facts are on screen.
     pub fn host(&self) -> bool {
-        self.0[1].load(Ordering::Relaxed)
+        self.host.load(Ordering::Relaxed)
     }
 }
 
 /// When one GPU's process utilisation is read (the expensive call:
-/// docs/benchmarks.md): at the first round; then at every round while it
-/// is wanted, else once every `every` rounds ([`Schedule::proc_util_every`]).
+/// docs/benchmarks.md), or the host's CPU % and RSS of the processes: at
+/// the first round; then at every round while it is wanted, else once
+/// every `every` rounds ([`Schedule::proc_util_every`]).
 /// A round after it becomes wanted reads it at once; until then the last
 /// figures stay on screen as they are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

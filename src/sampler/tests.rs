@@ -133,7 +133,7 @@ struct SlowHost {
     inner: SimSource,
     every: u32,
     delay: Duration,
-    log: Arc<std::sync::Mutex<Vec<bool>>>,
+    log: Arc<std::sync::Mutex<Vec<(Millis, bool)>>>,
 }
 
 impl SlowHost {
@@ -152,13 +152,13 @@ struct SlowFacts {
     calls: u32,
     every: u32,
     delay: Duration,
-    log: Arc<std::sync::Mutex<Vec<bool>>>,
+    log: Arc<std::sync::Mutex<Vec<(Millis, bool)>>>,
 }
 
 impl HostFacts for SlowFacts {
     fn enrich(&mut self, t_ms: Millis, procs: &mut [ProcSample], fresh: bool) {
         self.calls += 1;
-        self.log.lock().unwrap().push(fresh);
+        self.log.lock().unwrap().push((t_ms, fresh));
         if self.calls.is_multiple_of(self.every) {
             std::thread::sleep(self.delay);
         }
@@ -294,22 +294,26 @@ fn the_host_stage_lets_a_late_snapshot_go_without_facts_in_order() {
     // 0 goes to the host thread; 1 waits behind it.
     assert_eq!(seqs(h.push(snap(0), true)), Vec::<u64>::new());
     assert_eq!(rx.try_recv().unwrap().0.seq, 0);
+    // 1 is due a fresh read of CPU % and RSS; 2 and 3 are not.
     assert_eq!(seqs(h.push(snap(1), true)), Vec::<u64>::new());
     // 2 arrives while 0 is still out: 0 goes without facts.
-    assert_eq!(seqs(h.push(snap(2), true)), vec![0]);
+    assert_eq!(seqs(h.push(snap(2), false)), vec![0]);
     assert_eq!(h.late, 1);
     // 3 arrives: 0 is still with the thread, so 1 goes as it is.
-    assert_eq!(seqs(h.push(snap(3), true)), vec![1]);
-    // 0 comes back: dropped (already out), and 2 goes to the thread.
+    assert_eq!(seqs(h.push(snap(3), false)), vec![1]);
+    // 0 comes back: dropped (already out), and 2 goes to the thread, with
+    // the fresh read 1 never got.
     assert_eq!(seqs(h.back(snap(0))), Vec::<u64>::new());
-    assert_eq!(rx.try_recv().unwrap().0.seq, 2);
+    let (two, fresh) = rx.try_recv().unwrap();
+    assert_eq!((two.seq, fresh), (2, true));
     // 2 comes back enriched: it goes out; 3 goes to the thread.
     let mut two = snap(2);
     two.procs.push(ProcSample::default());
     let out = h.back(two);
     assert_eq!(seqs(out.clone()), vec![2]);
     assert_eq!(out[0].procs.len(), 1, "the enriched copy went out");
-    assert_eq!(rx.try_recv().unwrap().0.seq, 3);
+    let (three, fresh) = rx.try_recv().unwrap();
+    assert_eq!((three.seq, fresh), (3, false));
     // Stop: 3's copy goes out.
     assert_eq!(seqs(h.drain()), vec![3]);
 }
@@ -330,64 +334,77 @@ fn the_publisher_drops_anything_not_newer_than_the_last() {
 #[tokio::test(flavor = "current_thread")]
 async fn host_facts_are_read_afresh_every_round_only_while_they_are_on_screen() {
     let world = SimWorld::new("demo", 5, now_ms()).unwrap();
-    // Never slow: only the log is wanted.
+    // Never slow: only the log of (t_ms, fresh) per call is wanted.
     let source = SlowHost::new(world, u32::MAX, Duration::ZERO);
     let log = source.log.clone();
     let (sampler, mut rx) = Sampler::spawn(Box::new(source), every_fifth_round());
-    let mut next = async || {
-        tokio::time::timeout(Duration::from_secs(10), rx.recv())
-            .await
-            .expect("a snapshot within 10 s")
-            .expect("stream open")
-    };
-    let fresh_since = |from: usize| log.lock().unwrap()[from..].iter().filter(|f| **f).count();
-    let calls = || log.lock().unwrap().len();
-    // Hidden (as record and serve): every fifth snapshot, the first one
-    // included; the others keep the last reading.
-    let mut cpu_held = 0;
-    let mut last: Option<Arc<Snapshot>> = None;
-    for _ in 0..20 {
-        let s = next().await;
-        if let Some(prev) = &last {
-            let same = s.procs.iter().all(|p| {
-                prev.procs
-                    .iter()
-                    .find(|q| q.pid == p.pid && q.gpu == p.gpu)
-                    .is_none_or(|q| q.cpu_pct == p.cpu_pct)
-            });
-            cpu_held += usize::from(same);
+    let mut got: Vec<Arc<Snapshot>> = Vec::new();
+    let mut take = async |n: usize, got: &mut Vec<Arc<Snapshot>>| {
+        for _ in 0..n {
+            let s = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+                .await
+                .expect("a snapshot within 10 s")
+                .expect("stream open");
+            got.push(s);
         }
-        last = Some(s);
+    };
+    let calls = || log.lock().unwrap().len();
+    // The gaps between fresh reads among the calls from `from` (a round
+    // whose snapshot went out late passes its fresh read to the next, so
+    // a gap may be 4 or 6 under load; 5 otherwise).
+    let gaps = |from: usize| {
+        let log = log.lock().unwrap();
+        let fresh: Vec<usize> = (from..log.len()).filter(|&i| log[i].1).collect();
+        fresh.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>()
+    };
+    // Hidden (as record and serve): every fifth round, the first included.
+    take(20, &mut got).await;
+    assert!(log.lock().unwrap()[0].1, "the first round reads them");
+    let g = gaps(0);
+    assert!(g.len() >= 2, "{g:?}");
+    assert!(g.iter().all(|d| (4..=6).contains(d)), "{g:?}");
+    // Between fresh reads a process keeps its CPU %: compare each snapshot
+    // enriched without a fresh read with the one enriched just before it.
+    {
+        let log = log.lock().unwrap();
+        let by_t = |t: Millis| {
+            got.iter()
+                .find(|s| s.t_ms == t && s.procs.iter().any(|p| p.user.is_some()))
+        };
+        let mut compared = 0;
+        for w in log.windows(2) {
+            let ((t0, _), (t1, fresh)) = (w[0], w[1]);
+            let (Some(a), Some(b), false) = (by_t(t0), by_t(t1), fresh) else {
+                continue;
+            };
+            for p in &b.procs {
+                if let Some(q) = a.procs.iter().find(|q| q.pid == p.pid && q.gpu == p.gpu) {
+                    assert_eq!(p.cpu_pct, q.cpu_pct, "PID {} between fresh reads", p.pid);
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 0, "nothing compared");
     }
-    let hidden = fresh_since(0);
-    assert!(
-        (4..=5).contains(&hidden),
-        "{hidden} fresh reads in 20 hidden rounds"
-    );
-    assert!(
-        cpu_held >= 14,
-        "CPU % kept between fresh reads in only {cpu_held} of 19 rounds"
-    );
-    // On screen: every round reads them.
+    // On screen: once the rounds already closed are out, every round reads
+    // them.
     sampler.on_screen.set_host(true);
-    next().await;
+    take(3, &mut got).await;
     let from = calls();
-    for _ in 0..10 {
-        next().await;
-    }
-    let shown = fresh_since(from);
-    assert!(shown >= 9, "{shown} fresh reads in 10 shown rounds");
+    take(10, &mut got).await;
+    let log_now = log.lock().unwrap().clone();
+    assert!(
+        log_now[from..].iter().all(|(_, fresh)| *fresh),
+        "{:?}",
+        &log_now[from..]
+    );
     // Process utilisation on screen says nothing about host facts.
     sampler.on_screen.set_host(false);
     sampler.on_screen.set_util(true);
-    next().await;
+    take(3, &mut got).await;
     let from = calls();
-    for _ in 0..20 {
-        next().await;
-    }
-    let hidden = fresh_since(from);
-    assert!(
-        (3..=5).contains(&hidden),
-        "{hidden} fresh reads in 20 rounds, host facts hidden"
-    );
+    take(20, &mut got).await;
+    let g = gaps(from);
+    assert!(g.len() >= 2, "{g:?}");
+    assert!(g.iter().all(|d| (4..=6).contains(d)), "{g:?}");
 }

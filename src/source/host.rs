@@ -88,9 +88,19 @@ struct Known {
     docker: bool,
     pod_uid: Option<Arc<str>>,
     ns_pid: Option<u32>,
-    /// CPU % and RSS at the last fresh read.
-    cpu: f32,
+    /// CPU % and RSS at the last fresh read (CPU % `None` until a second
+    /// read gives a difference).
+    cpu: Option<f32>,
     rss: u64,
+}
+
+/// A process's CPU time at a read, for the CPU % of the next one.
+#[derive(Clone, Copy, Debug)]
+struct CpuRead {
+    start_time: u64,
+    /// Accumulated CPU time, ms.
+    cpu_ms: u64,
+    at: Instant,
 }
 
 /// Host facts from /proc through sysinfo, with per-process caching, and
@@ -99,6 +109,11 @@ pub struct ProcHost {
     system: Option<System>,
     users: Option<Users>,
     known: HashMap<u32, Known>,
+    /// Each process's CPU time at its last read. CPU % is the difference
+    /// over the wall time between two reads of that process, computed
+    /// here: sysinfo's own divides by the time since its last refresh of
+    /// anything, which between fresh reads is not this process's.
+    cpu_reads: HashMap<u32, CpuRead>,
     torch: TorchAllocReader,
     /// GPU index → UUID, to match a PyTorch device to NVML's.
     uuids: Vec<String>,
@@ -122,6 +137,7 @@ impl ProcHost {
             system: System::new().ok(),
             users: Users::new_with_refreshed_list().ok(),
             known: HashMap::new(),
+            cpu_reads: HashMap::new(),
             torch: TorchAllocReader::new(),
             uuids,
             torch_cache: HashMap::new(),
@@ -181,12 +197,46 @@ impl ProcHost {
         Some(sanitize::clean_capped(&name.unwrap_or_else(|| uid.to_string()), 32).into())
     }
 
+    /// The CPU % of each of these just-read processes since its read
+    /// before (`None` for a first read), noting this read for the next.
+    fn cpu_percent(&mut self, read: &[Pid]) -> HashMap<u32, Option<f32>> {
+        let Some(system) = self.system.as_ref() else {
+            return HashMap::new();
+        };
+        let now = Instant::now();
+        let mut out = HashMap::with_capacity(read.len());
+        for pid in read {
+            let Some(sp) = system.process(*pid) else {
+                continue;
+            };
+            let this = CpuRead {
+                start_time: sp.start_time(),
+                cpu_ms: sp.accumulated_cpu_time(),
+                at: now,
+            };
+            let pct = self
+                .cpu_reads
+                .insert(pid.as_u32(), this)
+                .filter(|before| before.start_time == this.start_time)
+                .and_then(|before| {
+                    let wall_ms = now.duration_since(before.at).as_secs_f64() * 1000.0;
+                    let cpu_ms = this.cpu_ms.saturating_sub(before.cpu_ms) as f64;
+                    (wall_ms >= 1.0).then(|| (cpu_ms / wall_ms * 100.0) as f32)
+                });
+            out.insert(pid.as_u32(), pct);
+        }
+        out
+    }
+
     /// Refreshes CPU, memory (and once, command and user) of these PIDs;
     /// returns them sorted and deduplicated.
     fn refresh(&mut self, pids: &[u32]) -> Vec<Pid> {
         let mut pids: Vec<Pid> = pids.iter().map(|p| Pid::from_u32(*p)).collect();
         pids.sort_unstable();
         pids.dedup();
+        if pids.is_empty() {
+            return pids;
+        }
         if let Some(system) = self.system.as_mut() {
             system.refresh_processes_specifics(
                 ProcessesToUpdate::Some(&pids),
@@ -207,7 +257,8 @@ impl ProcHost {
 
 impl HostFacts for ProcHost {
     fn prime(&mut self, pids: &[u32]) -> bool {
-        self.refresh(pids);
+        let read = self.refresh(pids);
+        self.cpu_percent(&read);
         self.system.is_some()
     }
 
@@ -222,12 +273,17 @@ impl HostFacts for ProcHost {
         pids.dedup();
         // Forget processes no GPU lists any more.
         self.known.retain(|pid, _| pids.binary_search(pid).is_ok());
+        self.cpu_reads
+            .retain(|pid, _| pids.binary_search(pid).is_ok());
         // Between fresh reads only processes not seen yet are read; the
-        // others keep their last CPU % and RSS.
+        // others keep their last CPU % and RSS. (A PID reused by a new
+        // process between fresh reads keeps the old one's facts until the
+        // next: NVML would have to drop and list it again within seconds.)
         if !fresh {
             pids.retain(|pid| !self.known.contains_key(pid));
         }
         let read = self.refresh(&pids);
+        let cpu_of = self.cpu_percent(&read);
         for p in procs.iter_mut() {
             let Some(sp) = self
                 .system
@@ -242,7 +298,7 @@ impl HostFacts for ProcHost {
                 .known
                 .get(&p.pid)
                 .is_none_or(|k| k.start_time != start_time);
-            let (cpu, rss) = (sp.cpu_usage(), sp.memory());
+            let (cpu, rss) = (cpu_of.get(&p.pid).copied().flatten(), sp.memory());
             if stale {
                 let name = sanitize::clean_capped(&sp.name().to_string_lossy(), 64);
                 let command = sanitize::command_line(sp.cmd().iter().map(|a| a.to_string_lossy()));
@@ -282,7 +338,7 @@ impl HostFacts for ProcHost {
                 p.command = Some(k.command.clone());
                 p.container = k.container.clone();
                 p.ns_pid = k.ns_pid;
-                p.cpu_pct = Some(cpu);
+                p.cpu_pct = cpu;
                 p.rss = Some(rss);
                 let meta = k
                     .lookup
@@ -305,6 +361,7 @@ impl HostFacts for ProcHost {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const ID: &str = "4f1c2a91d0be8e2f6f6d0c7a0e3b9b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a";
 
@@ -405,6 +462,44 @@ mod tests {
             fresh[0].rss
         );
         drop(ballast);
+    }
+
+    #[test]
+    fn cpu_is_averaged_over_the_time_between_fresh_reads() {
+        // A thread spins for the whole window: ~100 % of a core (less if
+        // the machine is busy, never much more). Between the fresh reads,
+        // other processes are read (a process first seen): that must not
+        // shorten the time this process's CPU time is divided by.
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spin = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            })
+        };
+        let mut host = ProcHost::new(Vec::new());
+        let one = || ProcSample {
+            pid: std::process::id(),
+            ..Default::default()
+        };
+        let mut first = [one()];
+        host.enrich(0, &mut first, true);
+        assert_eq!(first[0].cpu_pct, None, "one read gives no difference");
+        for i in 1..=4 {
+            std::thread::sleep(Duration::from_millis(100));
+            host.prime(&[1]);
+            host.enrich(i * 100, &mut [one()], false);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let mut fresh = [one()];
+        host.enrich(500, &mut fresh, true);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = spin.join();
+        let cpu = fresh[0].cpu_pct.unwrap_or(-1.0);
+        assert!((15.0..=160.0).contains(&cpu), "{cpu} % over 500 ms");
     }
 
     #[test]
