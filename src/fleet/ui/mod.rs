@@ -410,14 +410,27 @@ fn footer(app: &FleetApp, area: Rect, buf: &mut Buffer) {
         first(Intent::Pause),
         if app.paused() { "resume" } else { "pause" },
     ));
+    // Whole hints only, as many as fit; the filter in force comes first.
+    let filter =
+        (!nav.filter.is_empty()).then(|| Span::styled(format!("filter: {}", nav.filter), t.warn));
+    let mut room = usize::from(area.width)
+        .saturating_sub(1)
+        .saturating_sub(filter.as_ref().map_or(0, Span::width));
     let mut spans = vec![Span::raw(" ")];
     for (k, what) in hints {
-        spans.push(Span::styled(k, t.accent));
-        spans.push(Span::styled(format!(" {what}  "), t.dim));
+        let (key, hint) = (
+            Span::styled(k, t.accent),
+            Span::styled(format!(" {what}  "), t.dim),
+        );
+        // The gap after a hint may fall off the edge.
+        let w = key.width() + hint.width();
+        if w - 2 > room {
+            break;
+        }
+        room = room.saturating_sub(w);
+        spans.extend([key, hint]);
     }
-    if !nav.filter.is_empty() {
-        spans.push(Span::styled(format!("filter: {}", nav.filter), t.warn));
-    }
+    spans.extend(filter);
     Line::from(spans).render(area, buf);
 }
 
