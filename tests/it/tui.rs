@@ -450,49 +450,49 @@ fn the_trend_says_it_is_warming_up() {
     assert!(!t.contains("warming up"), "{t}");
 }
 
-#[test]
-fn the_pytorch_figures_keep_each_value_with_its_label() {
+/// At every size, the drill-down of the first process matching `filter`
+/// (demo, 90 s in) shows each of `wholes` unbroken.
+fn drill_down_keeps_whole(filter: &str, wholes: &[&str]) {
     for size in SIZES {
         let mut app = at("demo", 90, size);
         key(&mut app, KeyCode::Char('/'));
-        for c in "rank 0".chars() {
+        for c in filter.chars() {
             key(&mut app, KeyCode::Char(c));
         }
         key(&mut app, KeyCode::Enter);
         key(&mut app, KeyCode::Enter);
         let t = text(&render(&app));
-        for whole in [
-            "(read 0.0s ago)",
-            "PYTORCH_CUDA_ALLOC_CONF (unset)",
-            "largest free block 1.13G",
-            "outside the allocator 512M",
-        ] {
+        for whole in wholes {
             assert!(t.contains(whole), "{size:?}: `{whole}` broken:\n{t}");
         }
     }
 }
 
 #[test]
+fn the_pytorch_figures_keep_each_value_with_its_label() {
+    drill_down_keeps_whole(
+        "rank 0",
+        &[
+            "(read 0.0s ago)",
+            "PYTORCH_CUDA_ALLOC_CONF (unset)",
+            "largest free block 1.13G",
+            "outside the allocator 512M",
+        ],
+    );
+}
+
+#[test]
 fn the_process_facts_keep_each_value_with_its_label() {
     // The vLLM server of the demo runs in a Kubernetes pod: at 80 columns
     // its facts take two lines, and "pod" must not end one of them.
-    for size in SIZES {
-        let mut app = at("demo", 90, size);
-        key(&mut app, KeyCode::Char('/'));
-        for c in "vllm".chars() {
-            key(&mut app, KeyCode::Char(c));
-        }
-        key(&mut app, KeyCode::Enter);
-        key(&mut app, KeyCode::Enter);
-        let t = text(&render(&app));
-        for whole in [
+    drill_down_keeps_whole(
+        "vllm",
+        &[
             "pod inference/llm-serve-0",
             "container vllm (c41d9e0f5a27)",
             "user svc-infer",
-        ] {
-            assert!(t.contains(whole), "{size:?}: `{whole}` broken:\n{t}");
-        }
-    }
+        ],
+    );
 }
 
 #[test]
