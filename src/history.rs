@@ -66,6 +66,43 @@ impl ProcFacts {
         })
     }
 
+    /// The facts of a process first listed as `p`.
+    fn of(p: &ProcSample) -> ProcFacts {
+        ProcFacts {
+            kind: p.kind,
+            user: p.user.clone(),
+            name: p.name.clone(),
+            command: p.command.clone(),
+            container: p.container.clone(),
+            ns_pid: p.ns_pid,
+            container_name: p.container_name.clone(),
+            pod: p.pod.clone(),
+            namespace: p.namespace.clone(),
+        }
+    }
+
+    /// Takes from `p` what is still missing: host facts can arrive a round
+    /// late, container and pod names
+    /// rounds later (their lookup is off the sampler's path). The kind is
+    /// always the latest.
+    fn fill_missing(&mut self, p: &ProcSample) {
+        if self.command.is_none() && p.command.is_some() {
+            self.user = p.user.clone();
+            self.name = p.name.clone();
+            self.command = p.command.clone();
+            self.container = p.container.clone();
+            self.ns_pid = p.ns_pid;
+        }
+        if self.container_name.is_none() && p.container_name.is_some() {
+            self.container_name = p.container_name.clone();
+        }
+        if self.pod.is_none() && p.pod.is_some() {
+            self.pod = p.pod.clone();
+            self.namespace = p.namespace.clone();
+        }
+        self.kind = p.kind;
+    }
+
     /// The best label for the process: its command, else its name, else "?".
     pub fn label(&self) -> &str {
         self.command
@@ -374,17 +411,7 @@ impl History {
                 };
                 let series = self.procs.entry(id).or_insert_with(|| ProcSeries {
                     id,
-                    facts: ProcFacts {
-                        kind: p.kind,
-                        user: p.user.clone(),
-                        name: p.name.clone(),
-                        command: p.command.clone(),
-                        container: p.container.clone(),
-                        ns_pid: p.ns_pid,
-                        container_name: p.container_name.clone(),
-                        pod: p.pod.clone(),
-                        namespace: p.namespace.clone(),
-                    },
+                    facts: ProcFacts::of(p),
                     first_slot: slot,
                     points: VecDeque::new(),
                     last_slot: slot,
@@ -396,24 +423,7 @@ impl History {
                 if p.torch.is_some() {
                     series.torch = p.torch.clone();
                 }
-                // Host facts can arrive a round late: fill what was missing.
-                if series.facts.command.is_none() && p.command.is_some() {
-                    series.facts.user = p.user.clone();
-                    series.facts.name = p.name.clone();
-                    series.facts.command = p.command.clone();
-                    series.facts.container = p.container.clone();
-                    series.facts.ns_pid = p.ns_pid;
-                }
-                // Names come from a lookup that answers rounds later.
-                let f = &mut series.facts;
-                if f.container_name.is_none() && p.container_name.is_some() {
-                    f.container_name = p.container_name.clone();
-                }
-                if f.pod.is_none() && p.pod.is_some() {
-                    f.pod = p.pod.clone();
-                    f.namespace = p.namespace.clone();
-                }
-                series.facts.kind = p.kind;
+                series.facts.fill_missing(p);
                 // Pad the slots it was not listed in since last time.
                 let want = (slot - series.first_slot) as usize;
                 while series.points.len() < want {

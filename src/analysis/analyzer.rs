@@ -439,12 +439,6 @@ impl Analyzer {
             };
             tr.a.forecast = forecast;
             tr.a.at_risk_pct = outlook.at_risk_pct;
-            // Where a growing GPU's fill levels off; not while a forecast
-            // (the demand's, at risk) is shown, nor for memory that swings.
-            tr.a.levels_at = outlook
-                .levels_at
-                .filter(|_| forecast.is_none() && tr.a.phase == Phase::Growing)
-                .map(|b| b as u64);
             // The regime's rate is the GPU's growth: the rate window would
             // still hold a fill that ended seconds ago.
             if let Some(r) = outlook.rate {
@@ -462,6 +456,13 @@ impl Analyzer {
                     tr.a.phase = Phase::Unknown;
                 }
             }
+            // Where a growing GPU's fill levels off (its phase settled
+            // above); not while a forecast (the demand's, at risk) is
+            // shown, nor for memory that swings.
+            tr.a.levels_at = outlook
+                .levels_at
+                .filter(|_| forecast.is_none() && tr.a.phase == Phase::Growing)
+                .map(|b| b as u64);
             out.extend(tr.alerts.check(t, g, tr.a.forecast.as_ref(), &cfg.levels));
         }
         out

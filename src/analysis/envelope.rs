@@ -247,7 +247,9 @@ impl Envelope {
                 ..Outlook::default()
             };
         }
-        let candidate = self.candidate(t_ms, m, gap_s, p);
+        // The regime's rate, fitted once: shown, and the candidate's basis.
+        let rate = self.regime_rate(t_ms, p);
+        let candidate = self.candidate(t_ms, m, rate, gap_s, p);
         self.last = candidate.ok();
         let mut levels_at = None;
         let candidate = match candidate {
@@ -271,7 +273,7 @@ impl Envelope {
         };
         Outlook {
             forecast: self.hold(candidate, at_risk_pct.is_some(), p),
-            rate: self.regime_rate(t_ms, p),
+            rate,
             at_risk_pct,
             levels_at,
         }
@@ -316,6 +318,7 @@ impl Envelope {
         &self,
         t: Millis,
         m: MemInfo,
+        rate: Option<Rate>,
         gap_s: f64,
         p: &EnvelopeParams,
     ) -> Result<Forecast, Refusal> {
@@ -328,7 +331,7 @@ impl Envelope {
         if !self.rises.current(t) {
             return Err(Refusal::Because("no new high"));
         }
-        let rate = theil_sen(&self.points, span_s / 4.0).ok_or(Refusal::Because("few pairs"))?;
+        let rate = rate.ok_or(Refusal::Because("few pairs"))?;
         if let Some((older, newer)) = self.deceleration(span_s, p) {
             return Err(Refusal::Decelerating {
                 older,

@@ -39,7 +39,10 @@ pub(crate) const LEGEND: [(&str, &str); 10] = [
         "▲12M/s ▼ ─",
         "growing, shrinking, flat; LEAK = growth sustained",
     ),
-    ("warming up", "too few samples for a trend yet (about 10 s)"),
+    (
+        "warming up",
+        "too few samples since a start or a jump (about 10 s)",
+    ),
     ("dim", "another user's process; italic = exited"),
     ("unaccounted", "device memory no listed process holds"),
     (

@@ -417,7 +417,7 @@ impl App {
     fn on_recording(&mut self, r: RecordingStatus) {
         match r {
             RecordingStatus::Started { path } => {
-                self.say(format!("recording to {path}"), true);
+                self.say(format!("recording to {}", file_first(&path)), true);
                 self.recording = Some(RecordingState {
                     path,
                     ..Default::default()
@@ -436,7 +436,7 @@ impl App {
             }
             RecordingStatus::Stopped => {
                 if let Some(r) = self.recording.take() {
-                    self.say(format!("recording stopped: {}", r.path), true);
+                    self.say(format!("recording stopped: {}", file_first(&r.path)), true);
                 }
             }
         }
@@ -477,6 +477,24 @@ impl App {
             t_ms: self.now_ms,
         });
     }
+}
+
+/// A file's name first, then its folder (under the home folder as `~/…`):
+/// on a narrow terminal the status line keeps the part that differs.
+fn file_first(path: &str) -> String {
+    let p = std::path::Path::new(path);
+    let (Some(name), Some(dir)) = (p.file_name(), p.parent()) else {
+        return path.to_string();
+    };
+    if dir.as_os_str().is_empty() {
+        return path.to_string();
+    }
+    let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
+    let dir = match home.as_deref().and_then(|h| dir.strip_prefix(h).ok()) {
+        Some(rest) => std::path::Path::new("~").join(rest),
+        None => dir.to_path_buf(),
+    };
+    format!("{} (in {})", name.to_string_lossy(), dir.display())
 }
 
 #[cfg(test)]

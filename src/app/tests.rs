@@ -408,3 +408,20 @@ fn a_long_jump_loads_a_window_not_the_file() {
     key(&mut app, KeyCode::Home);
     assert_eq!(app.history().len(), 1);
 }
+
+#[test]
+fn a_recording_is_named_file_first_with_the_home_folder_short() {
+    let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf());
+    if let Some(h) = home {
+        let p = h.join(".local/share/vramwatch/recordings/run.jsonl.zst");
+        assert_eq!(
+            file_first(&p.display().to_string()),
+            "run.jsonl.zst (in ~/.local/share/vramwatch/recordings)"
+        );
+    }
+    assert_eq!(
+        file_first("/data/rec/run.jsonl.zst"),
+        "run.jsonl.zst (in /data/rec)"
+    );
+    assert_eq!(file_first("run.jsonl"), "run.jsonl");
+}

@@ -285,8 +285,20 @@ fn trend_words(ins: &GpuInsight) -> String {
     }
 }
 
-/// "full in ~57s (56s–1m06s)" or "at risk (peaks 97%)", graded.
-fn outlook(app: &App, ins: &GpuInsight, short: bool) -> Vec<Span<'static>> {
+/// How much room the outlook has.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Room {
+    Full,
+    /// Shorter words.
+    Short,
+    /// Shorter words, and no room for where a fill levels off.
+    OneLine,
+}
+
+/// "full in ~57s (56s–1m06s)" or "at risk (peaks 97%)", graded; else
+/// where a fill levels off.
+fn outlook(app: &App, ins: &GpuInsight, room: Room) -> Vec<Span<'static>> {
+    let short = room != Room::Full;
     let t = app.theme();
     let mut out = Vec::new();
     if let Some(eta) = ins.full_in {
@@ -310,7 +322,7 @@ fn outlook(app: &App, ins: &GpuInsight, short: bool) -> Vec<Span<'static>> {
             format!("at risk (peaks {pct:.0}%)")
         };
         out.extend(value(text, Severity::Critical, t));
-    } else if let Some(b) = ins.levels_at {
+    } else if let Some(b) = ins.levels_at.filter(|_| room != Room::OneLine) {
         let label = if short {
             "  levels ~"
         } else {
@@ -578,7 +590,7 @@ impl GpuCard<'_> {
                     Span::styled(trend_words(&ins), style),
                 ],
             ));
-            let o = outlook(app, &ins, false);
+            let o = outlook(app, &ins, Room::Full);
             if !o.is_empty() {
                 out.push((9, o));
             }

@@ -7,11 +7,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use super::{
-    mem_pct, outlook, power, series, short_name, sparkline, temp, trend_words, unaccounted,
+    Room, mem_pct, outlook, power, series, short_name, sparkline, temp, trend_words, unaccounted,
     util_pct, with_bar,
 };
 use crate::analysis::Phase;
-use crate::app::{App, GpuInsight, Pane};
+use crate::app::{App, Pane};
 use crate::history::Agg;
 use crate::model::units::{MIB, bytes_short, rate_short};
 use crate::model::{GpuSample, GpuState, MemInfo};
@@ -135,7 +135,7 @@ impl Widget for &GpuTwoLine<'_> {
                     Span::styled(trend_words(&ins), style),
                 ],
             ));
-            let o = outlook(app, &ins, w < 100);
+            let o = outlook(app, &ins, if w < 100 { Room::Short } else { Room::Full });
             if !o.is_empty() {
                 l2.push((9, o));
             }
@@ -239,12 +239,7 @@ impl Widget for &GpuLine<'_> {
                     )],
                 ));
             }
-            // One line has no room for where a fill levels off.
-            let ins = GpuInsight {
-                levels_at: None,
-                ..ins
-            };
-            let o = outlook(app, &ins, true);
+            let o = outlook(app, &ins, Room::OneLine);
             if !o.is_empty() {
                 after.push((9, o));
             }
