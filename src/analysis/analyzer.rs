@@ -156,13 +156,14 @@ fn demand_delta(sp: &ProcSample, mem: u64, t: Millis, outside: &mut Option<u64>)
     Some(d.allocated_peak as f64 - held as f64)
 }
 
-/// The forecast from the GPU's demand (its reading `m` plus `delta`, see
-/// [`demand_delta`]), fed to its own regime every snapshot and asked for
-/// a forecast only when `want` (the GPU is at risk: where the driver's
+/// What the GPU's demand (its reading `m` plus `delta`, see
+/// [`demand_delta`]), fed to its own regime every snapshot, says: the
+/// forecast to show when `want` (the GPU is at risk: where the driver's
 /// view is saturated — the caching allocators hold nearly everything, and
 /// the driver's figure stops at the top while the tensors still grow — the
-/// allocators' figures tell the trend). Its earliest end is "now": at
-/// risk, the next larger allocation may fail at once.
+/// allocators' figures tell the trend; its earliest end is "now": at risk,
+/// the next larger allocation may fail at once), and the latest end of
+/// this sample's candidate, wanted or not (see [`latest_from_demand`]).
 fn demand_forecast(
     env: &mut Envelope,
     t: Millis,
@@ -171,7 +172,7 @@ fn demand_forecast(
     gap: f64,
     cfg: &AnalysisConfig,
     want: bool,
-) -> Option<Forecast> {
+) -> (Option<Forecast>, Option<f64>) {
     let usable = m.total.saturating_sub(m.reserved);
     let used = (m.used as f64 + delta).clamp(0.0, usable as f64) as u64;
     let basis = MemInfo {
@@ -179,10 +180,25 @@ fn demand_forecast(
         free: usable - used,
         ..m
     };
-    let f = env
-        .observe(t, basis, None, gap, &cfg.envelope, want)
-        .forecast?;
-    want.then_some(Forecast { low_s: 0.0, ..f })
+    let o = env.observe(t, basis, None, gap, &cfg.envelope, want);
+    let shown = o.forecast.filter(|_| want);
+    (
+        shown.map(|f| Forecast { low_s: 0.0, ..f }),
+        o.candidate.and_then(|c| c.high_s),
+    )
+}
+
+/// The driver's forecast `f` with its latest end moved out to the
+/// demand's (`latest`, seconds), where that is later. The driver's figure
+/// reaching the top is the earliest the job can run out: the caching
+/// allocator then frees its cache and retries, and the job runs out when
+/// its tensors no longer fit — in `grad_accum` (corpus `fresh/04`) 12 s
+/// after the driver's figure first touched the top.
+fn latest_from_demand(f: Forecast, latest: Option<f64>) -> Forecast {
+    Forecast {
+        high_s: f.high_s.map(|h| latest.map_or(h, |l| h.max(l))),
+        ..f
+    }
 }
 
 /// Below this a process is still creating its CUDA context.
@@ -426,14 +442,15 @@ impl Analyzer {
                         .observe(t, m, g.mem_peak, gap, &cfg.envelope, true);
                     // At risk, from the allocators' figures if the
                     // processes publish them: `demand_forecast`.
-                    let demand = tr.demand.and_then(|d| {
+                    let (demand, latest) = tr.demand.map_or((None, None), |d| {
                         let want = o.at_risk_pct.is_some();
                         demand_forecast(&mut tr.demand_envelope, t, m, d, gap, cfg, want)
                     });
                     if tr.demand.is_none() {
                         tr.demand_envelope.restart();
                     }
-                    (demand.or(o.forecast), o)
+                    let driver = o.forecast.map(|f| latest_from_demand(f, latest));
+                    (demand.or(driver), o)
                 }
                 None => (None, Default::default()),
             };

@@ -158,6 +158,10 @@ pub(crate) struct Outlook {
     /// Where a fill that is levelling off will level, bytes (no forecast
     /// is made for it: [`Envelope::levelling`]).
     pub levels_at: Option<f64>,
+    /// This sample's candidate, shown or not (also when no forecast was
+    /// wanted): the allocators' demand gives the driver's forecast its
+    /// latest end through it.
+    pub candidate: Option<Forecast>,
 }
 
 /// The forecaster of one GPU.
@@ -238,19 +242,19 @@ impl Envelope {
         // A new high is a rise of more than 0.1 % of the GPU.
         self.rises.observe(t_ms, used, total / 1000.0);
         let at_risk_pct = self.fullness(t_ms, m.pct_full(pt.peak as u64), p);
-        if !want {
-            self.why = "not wanted";
-            self.last = None;
-            self.hold(None, false, p);
-            return Outlook {
-                at_risk_pct,
-                ..Outlook::default()
-            };
-        }
         // The regime's rate, fitted once: shown, and the candidate's basis.
         let rate = self.regime_rate(t_ms, p);
         let candidate = self.candidate(t_ms, m, rate, gap_s, p);
         self.last = candidate.ok();
+        if !want {
+            self.why = "not wanted";
+            self.hold(None, false, p);
+            return Outlook {
+                at_risk_pct,
+                candidate: self.last,
+                ..Outlook::default()
+            };
+        }
         let mut levels_at = None;
         let candidate = match candidate {
             Ok(f) => {
@@ -276,6 +280,7 @@ impl Envelope {
             rate,
             at_risk_pct,
             levels_at,
+            candidate,
         }
     }
 

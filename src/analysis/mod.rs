@@ -338,14 +338,20 @@ mod tests {
     /// and the 0.5 GiB context). With the allocator figures (`torch`) the
     /// forecast holds that; without, the GPU is only at risk.
     fn saturated(s: u64, torch: bool) -> Snapshot {
+        let gib = (1u64 << 30) as f64;
+        let peak = ((125.0 + 0.25 * s as f64) * gib) as u64;
+        one_torch_process(s, (139.5 * gib) as u64, torch.then_some(peak))
+    }
+
+    /// Second `s` of a 140 GiB GPU whose one process holds `used` (all of
+    /// it in PyTorch's caching allocator but a 0.5 GiB context) and, when
+    /// `peak` is given, publishes its tensors' peak.
+    fn one_torch_process(s: u64, used: u64, peak: Option<u64>) -> Snapshot {
         use crate::model::alloc::{AllocStats, DeviceAlloc};
         use std::sync::Arc;
         let total = 140u64 << 30;
-        let gib = (1u64 << 30) as f64;
-        let used = (139.5 * gib) as u64;
-        let peak = ((125.0 + 0.25 * s as f64) * gib) as u64;
         let t = 1_000_000 + s * 1000;
-        let stats = AllocStats {
+        let stats = |peak: u64| AllocStats {
             schema: 1,
             pid: 10,
             t_ms: t,
@@ -379,11 +385,40 @@ mod tests {
                 gpu: 0,
                 mem: Some(used),
                 mem_peak: Some(used),
-                torch: torch.then(|| Arc::new(stats)),
+                torch: peak.map(|p| Arc::new(stats(p))),
                 ..Default::default()
             }],
             events: Vec::new(),
         }
+    }
+
+    /// The driver sees 0.5 GiB/s from 100 GiB (full at 80 s), but half of
+    /// each new segment stays in the allocator's cache: the tensors' peak
+    /// climbs 0.25 GiB/s from 95 GiB, so the job may go on well past the
+    /// driver's top (the allocator frees its cache and retries). The
+    /// driver's forecast keeps its central estimate and earliest end; its
+    /// latest end reaches the demand's.
+    #[test]
+    fn a_caching_allocator_moves_the_latest_end_out_to_its_tensors_demand() {
+        let gib = (1u64 << 30) as f64;
+        let driver = |s: u64| ((100.0 + 0.5 * s as f64) * gib) as u64;
+        let tensors = |s: u64| ((95.0 + 0.25 * s as f64) * gib) as u64;
+        let shown_at_30 = |torch: bool| {
+            let mut a = Analyzer::new(&AnalysisConfig::default());
+            for s in 0..=30u64 {
+                a.observe(&one_torch_process(s, driver(s), torch.then(|| tensors(s))));
+            }
+            a.gpu(0).and_then(|g| g.forecast).unwrap()
+        };
+        let (with, without) = (shown_at_30(true), shown_at_30(false));
+        // The driver's top: 50 s after second 30.
+        assert!((without.eta_s - 50.0).abs() < 1.0, "{without:?}");
+        assert!(without.high_s.unwrap() < 55.0, "{without:?}");
+        assert_eq!(with.eta_s, without.eta_s);
+        assert_eq!(with.low_s, without.low_s);
+        // The tensors (and the 0.5 GiB context) reach 140 GiB 148 s after
+        // second 30, at the rate's slow end later still.
+        assert!(with.high_s.unwrap() >= 148.0, "{with:?}");
     }
 
     #[test]

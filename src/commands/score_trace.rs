@@ -29,7 +29,7 @@ fn trace() {
     let Some((truth, rec, gpu, zero)) = traced() else {
         return;
     };
-    let mut a = Analyzer::new(&AnalysisConfig::default());
+    let mut a = Analyzer::new(&params());
     let gib = |x: u64| x as f64 / (1u64 << 30) as f64;
     for snap in rec.iter().filter_map(Result::ok) {
         let t = snap.t_ms;
@@ -77,16 +77,10 @@ fn trace() {
     }
 }
 
-/// A parameter sweep over the corpus: `VW_SETS=tune,quick VW_PARAMS=
-/// "decel=0.7,decel_after=16" cargo test --release --lib
-/// commands::score::trace::sweep -- --ignored --nocapture` prints each
-/// set's summary line under the given forecaster parameters.
-#[test]
-#[ignore = "a diagnostic: set VW_SETS and VW_PARAMS"]
-fn sweep() {
-    let Ok(sets) = std::env::var("VW_SETS") else {
-        return;
-    };
+/// The analysis configuration with `VW_PARAMS` (e.g.
+/// `"decel=0.7,hold=2"`) applied: the forecaster and leak parameters that
+/// [`trace`] and [`sweep`] try.
+fn params() -> AnalysisConfig {
     let mut cfg = AnalysisConfig::default();
     let params = std::env::var("VW_PARAMS").unwrap_or_default();
     for kv in params.split(',').filter(|s| !s.is_empty()) {
@@ -108,6 +102,20 @@ fn sweep() {
             _ => panic!("unknown parameter {k}"),
         }
     }
+    cfg
+}
+
+/// A parameter sweep over the corpus: `VW_SETS=tune,quick VW_PARAMS=
+/// "decel=0.7,decel_after=16" cargo test --release --lib
+/// commands::score::trace::sweep -- --ignored --nocapture` prints each
+/// set's summary line under the given forecaster parameters.
+#[test]
+#[ignore = "a diagnostic: set VW_SETS and VW_PARAMS"]
+fn sweep() {
+    let Ok(sets) = std::env::var("VW_SETS") else {
+        return;
+    };
+    let cfg = params();
     for set in sets.split(',') {
         let dir = Path::new("tests/fixtures/corpus").join(set);
         let mut files: Vec<_> = std::fs::read_dir(&dir)
