@@ -99,6 +99,7 @@ fn params() -> AnalysisConfig {
             "max_extrapolation" => e.max_extrapolation = x,
             "shift_frac" => e.shift_frac = x,
             "leak_min_s" => cfg.leak.min_duration = secs(x),
+            "demand" => cfg.allocator_demand = x != 0.0,
             _ => panic!("unknown parameter {k}"),
         }
     }

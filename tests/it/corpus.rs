@@ -108,15 +108,39 @@ fn the_corpus_recorded_after_tuning_scores_at_least_as_it_did() {
 /// growth times, batch and accumulation settings; slower growth, so T−60 s
 /// checkpoints exist). Nothing was tuned on it; the bounds are what it
 /// scored the first time: 10 of 12 held, shown by T−30 s on all 5 OOM
-/// runs, no false alarm.
+/// runs, no false alarm. The third round (the latest end from the
+/// allocators' demand) was designed on its `grad_accum` trace and holds
+/// all 12; from the driver's figures alone 9 hold (at risk, the
+/// demand gave the tenth).
 #[test]
 fn the_corpus_recorded_after_the_second_tuning_scores_at_least_as_it_did() {
     let s = Summary::of(&corpus("fresh"));
     assert_eq!((s.runs, s.oom_runs, s.checkpoints), (6, 5, 12), "{s:?}");
-    assert!(s.held >= 10, "{s:?}");
+    assert_eq!(s.held, 12, "{s:?}");
+    assert!(Summary::of(&corpus_with("fresh", &nvml_only())).held >= 9);
     assert!(s.shown_by_30 >= 5, "{s:?}");
     assert_eq!(s.false_alarm_runs, 0, "{s:?}");
     assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 25.5), "{s:?}");
+}
+
+/// Recorded on the H200 after the third round was final, from a plan
+/// written after it (python/workloads/plans/late.plan: seed 5, speeds
+/// 1.2–1.5, other accumulation, growth times and cache time constant).
+/// Nothing was tuned on it; the bounds are what it scored the first time:
+/// 9 of 11 held (the code before the round: 8), shown by T−30 s on 4 of 5,
+/// one false alarm — the KV cache's leak flag, never a forecast.
+#[test]
+fn the_corpus_recorded_after_the_third_tuning_scores_at_least_as_it_did() {
+    let runs = corpus("late");
+    let s = Summary::of(&runs);
+    assert_eq!((s.runs, s.oom_runs, s.checkpoints), (7, 5, 11), "{s:?}");
+    assert!(s.held >= 9, "{s:?}");
+    assert!(s.shown_by_30 >= 4, "{s:?}");
+    assert!(s.false_alarm_runs <= 1, "{s:?}");
+    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 24.5), "{s:?}");
+    for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
+        assert!(r.label.starts_with("kv_plateau"), "{r:?}");
+    }
 }
 
 #[test]
