@@ -187,7 +187,8 @@ pub(crate) struct Envelope {
 impl Envelope {
     /// Feeds the sample at `t_ms`: memory `m` and the interval's peak of
     /// `used`. Samples not newer than the last are ignored. With `want`
-    /// false the sample is kept but no forecast is made (nor held).
+    /// false the sample is kept and its candidate made (`Outlook::
+    /// candidate`), but no forecast is held or shown.
     pub(crate) fn observe(
         &mut self,
         t_ms: Millis,

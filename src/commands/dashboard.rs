@@ -220,6 +220,9 @@ fn bell() {
     let _ = out.flush();
 }
 
+/// How long the first frame waits for the first snapshot.
+const FIRST_FRAME_WAIT: Duration = Duration::from_millis(500);
+
 /// Runs the dashboard until the user quits or a signal arrives.
 pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
     let mut recording: Option<Active> = None;
@@ -232,18 +235,28 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut notes = hooks.notes.take();
     let mut dirty = true;
+    // The first frame waits a moment for the first snapshot (~20 ms on an
+    // H200): painted before it, the screen is a skeleton ("no readings")
+    // that the next frame repaints whole, 1.7 KB for nothing.
+    let first_by = tokio::time::Instant::now() + FIRST_FRAME_WAIT;
+    let mut painted = false;
     'run: loop {
+        let wait_first = !painted
+            && matches!(feed, Feed::Live(_))
+            && app.history().is_empty()
+            && tokio::time::Instant::now() < first_by;
         if let Some(hub) = &hooks.hub {
             // Process utilisation and host facts are read every interval
             // only while shown.
             hub.on_screen.set_util(app.shows_proc_util());
             hub.on_screen.set_host(app.shows_host_facts());
         }
-        if dirty {
+        if dirty && !wait_first {
             tui.terminal
                 .draw(|f| crate::ui::draw(f, &app))
                 .context("drawing the dashboard")?;
             dirty = false;
+            painted = true;
         }
         let play = match app.mode() {
             Mode::Replay(p) if p.playing => {
@@ -271,6 +284,7 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
             Some(r) = next_report(&mut recording) => recording_event(r).into_iter().collect(),
             Some(text) = next_note(&mut notes) => vec![Event::Outcome(Outcome { ok: false, text })],
             _ = tokio::time::sleep(play.unwrap_or(Duration::from_secs(3600))), if play.is_some() => vec![Event::PlayTick],
+            _ = tokio::time::sleep_until(first_by), if wait_first => Vec::new(),
             _ = term.recv() => break,
             _ = hup.recv() => break,
             _ = int.recv() => break,

@@ -216,6 +216,36 @@ fn ctrl_c_and_sigterm_restore_the_terminal() {
     assert_eq!(before, t.stty("after-term"));
 }
 
+/// The bytes the dashboard wrote, read raw from the pane (`pipe-pane`):
+/// the first frame already has figures, not a skeleton saying "no
+/// readings" that the next frame repaints whole.
+#[test]
+fn the_first_frame_has_figures() {
+    if !common::tool_available("tmux") {
+        return;
+    }
+    let t = Tmux::start(120, 40);
+    let raw = t.path("raw");
+    t.run(&[
+        "pipe-pane",
+        "-t",
+        "t",
+        "-o",
+        &format!("cat >> {}", raw.display()),
+    ]);
+    start_dashboard(&t, "");
+    t.keys(&["q"]);
+    t.wait_for("\nexit=0", Duration::from_secs(5));
+    let bytes = std::fs::read(&raw).expect("the pane's output");
+    let text = String::from_utf8_lossy(&bytes);
+    // Frames begin by hiding the cursor; the first is the one after it.
+    let first = text.split("\x1b[?25l").nth(1).unwrap_or("");
+    assert!(first.contains("GPU MEM"), "{first:?}");
+    assert!(!text.contains("not yet sampled"), "a skeleton was painted");
+    // A process row's figures (the demo's vLLM server on GPU 2).
+    assert!(first.contains("vllm"), "{first:?}");
+}
+
 #[test]
 fn small_and_large_terminals_render() {
     if !common::tool_available("tmux") {
