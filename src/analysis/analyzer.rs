@@ -4,7 +4,7 @@
 //! follow. Bounded: per series a window of at most 64 points (the
 //! envelope 120) and at most 128 leak buckets, whatever the run's length.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::alerts::{self, Alert, GpuAlerts};
 use super::envelope::{Envelope, Rises};
@@ -12,6 +12,7 @@ use super::forecast::{self, Room};
 use super::leak::{LeakChange, LeakDetector};
 use super::series::Series;
 use super::{AnalysisConfig, Assessment, Forecast, GpuAssessment, Phase, ProcAssessment, Rate};
+
 use crate::model::{GpuSample, GpuState, MemInfo, Millis, ProcId, ProcSample, Snapshot};
 
 #[derive(Debug)]
@@ -23,9 +24,13 @@ struct GpuTrack {
     /// This snapshot's demand less the driver's reading, from the
     /// allocator figures of its processes (`demand_delta`), if any.
     demand: Option<f64>,
-    /// The forecaster over that demand (only asked for a forecast when the
-    /// driver's view is saturated).
+    /// The forecaster over that demand: its candidate every snapshot, a
+    /// forecast shown only at risk (where the driver's view is saturated).
     demand_envelope: Envelope,
+    /// The latest moments (unix ms) the demand's candidates gave over the
+    /// last `hold`, `None` for a snapshot without one: what
+    /// [`steady_latest`] stretches the driver's forecast by.
+    demand_latest: VecDeque<(Millis, Option<Millis>)>,
 }
 
 impl GpuTrack {
@@ -36,6 +41,7 @@ impl GpuTrack {
             alerts: GpuAlerts::default(),
             demand: None,
             demand_envelope: Envelope::default(),
+            demand_latest: VecDeque::new(),
             a: GpuAssessment {
                 index: g.index,
                 t_ms: t,
@@ -186,6 +192,31 @@ fn demand_forecast(
         shown.map(|f| Forecast { low_s: 0.0, ..f }),
         o.candidate.and_then(|c| c.high_s),
     )
+}
+
+/// The demand's latest end (seconds from `t`) once its candidates have
+/// come without a break for `hold`: the earliest of the moments they gave
+/// since. A single candidate's latest end jumps with its rate's slow end
+/// (seen: 89 → 206 → 83 s on three samples of `fresh/06`), and that would
+/// show as a range that flickers.
+fn steady_latest(
+    seen: &mut VecDeque<(Millis, Option<Millis>)>,
+    t: Millis,
+    latest: Option<f64>,
+    hold: std::time::Duration,
+) -> Option<f64> {
+    let hold = hold.as_millis() as u64;
+    seen.push_back((t, latest.map(|l| t.saturating_add((l * 1000.0) as u64))));
+    while seen.len() > 1 && t.saturating_sub(seen[1].0) >= hold {
+        seen.pop_front();
+    }
+    let first = seen.front()?.0;
+    if t.saturating_sub(first) < hold {
+        return None;
+    }
+    let at = seen.iter().map(|(_, m)| *m).collect::<Option<Vec<_>>>()?;
+    let earliest = at.into_iter().min()?;
+    Some(earliest.saturating_sub(t) as f64 / 1000.0)
 }
 
 /// The driver's forecast `f` with its latest end moved out to the
@@ -449,6 +480,7 @@ impl Analyzer {
                     if tr.demand.is_none() {
                         tr.demand_envelope.restart();
                     }
+                    let latest = steady_latest(&mut tr.demand_latest, t, latest, cfg.envelope.hold);
                     let driver = o.forecast.map(|f| latest_from_demand(f, latest));
                     (demand.or(driver), o)
                 }

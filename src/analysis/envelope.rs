@@ -178,7 +178,8 @@ pub(crate) struct Envelope {
     last_shown: Option<Millis>,
     /// Whether `used` is still reaching new highs.
     rises: Rises,
-    /// Why the last sample gave no candidate (a diagnostic for traces).
+    /// Why the last sample gave no candidate, or "not wanted" when none
+    /// was asked for (a diagnostic for traces).
     pub(crate) why: &'static str,
     /// The last candidate, shown or not (a diagnostic for traces).
     pub(crate) last: Option<Forecast>,

@@ -238,12 +238,14 @@ fn the_first_frame_has_figures() {
     t.wait_for("\nexit=0", Duration::from_secs(5));
     let bytes = std::fs::read(&raw).expect("the pane's output");
     let text = String::from_utf8_lossy(&bytes);
-    // Frames begin by hiding the cursor; the first is the one after it.
-    let first = text.split("\x1b[?25l").nth(1).unwrap_or("");
-    assert!(first.contains("GPU MEM"), "{first:?}");
+    // Frames are not delimited in the stream: what can be checked is that
+    // the card's "no readings" text (`ui::gpu_card`), which only a frame
+    // drawn before any snapshot shows, was never written.
+    assert!(
+        text.contains("GPU MEM") && text.contains("vllm"),
+        "{text:?}"
+    );
     assert!(!text.contains("not yet sampled"), "a skeleton was painted");
-    // A process row's figures (the demo's vLLM server on GPU 2).
-    assert!(first.contains("vllm"), "{first:?}");
 }
 
 #[test]
