@@ -171,6 +171,9 @@ pub fn run_live(source: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
     });
     let pipeline = Pipeline::start(src, config.schedule(), AnalysisConfig::from_config(&config))
         .context("starting the sampler")?;
+    // Subscribed before anything else: the first snapshot (~20 ms after
+    // the start) is the first frame's, and the stream does not replay.
+    let feed = Feed::Live(pipeline.hub().subscribe());
     let (note_tx, notes) = mpsc::unbounded_channel::<String>();
     let hook = super::start_hook(pipeline.hub(), &config, move |e| {
         let _ = note_tx.send(e);
@@ -200,7 +203,7 @@ pub fn run_live(source: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
             hub: Some(hub.clone()),
             notes: Some(notes),
         };
-        let r = run(App::live(settings), Feed::Live(hub.subscribe()), hooks).await;
+        let r = run(App::live(settings), feed, hooks).await;
         if let Some(s) = server {
             s.stop().await;
         }
