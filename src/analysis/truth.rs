@@ -335,6 +335,10 @@ pub struct Summary {
     pub never_flagged: usize,
     pub no_alarm_runs: usize,
     pub false_alarm_runs: usize,
+    /// The median width (latest − earliest end) of the ranges that held,
+    /// as a share of the time then left: what a range costs (a range can
+    /// always be made to hold by widening it).
+    pub held_width: Option<f64>,
 }
 
 impl Summary {
@@ -343,6 +347,7 @@ impl Summary {
             runs: runs.len(),
             ..Summary::default()
         };
+        let mut widths = Vec::new();
         for r in runs {
             match r.expect {
                 Expect::NoAlarm => {
@@ -356,6 +361,11 @@ impl Summary {
                         let held = c.shown.is_some_and(|x| x.held);
                         s.held += usize::from(held);
                         s.at_risk_only += usize::from(!held && c.at_risk);
+                        if let Some(x) = c.shown.filter(|x| x.held)
+                            && let Some(h) = x.high_s
+                        {
+                            widths.push((h - x.low_s) / c.lead_s as f64);
+                        }
                     }
                     if let Some(c) = r.checkpoints.iter().find(|c| c.lead_s == 30 && c.counts) {
                         s.could_show_by_30 += 1;
@@ -371,6 +381,11 @@ impl Summary {
                 }
             }
         }
+        widths.sort_by(f64::total_cmp);
+        s.held_width = (!widths.is_empty()).then(|| {
+            let n = widths.len();
+            (widths[(n - 1) / 2] + widths[n / 2]) / 2.0
+        });
         s
     }
 }
@@ -429,13 +444,16 @@ pub fn markdown(runs: &[RunScore]) -> String {
     }
     let s = Summary::of(runs);
     out.push_str(&format!(
-        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} OOM runs never flagged); false alarms on {} of {} runs that must not alarm.\n",
+        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}; the ranges that held {}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} OOM runs never flagged); false alarms on {} of {} runs that must not alarm.\n",
         s.runs,
         s.oom_runs,
         s.no_alarm_runs,
         s.held,
         s.checkpoints,
         pct(s.held, s.checkpoints),
+        s.held_width.map_or("—".into(), |w| format!(
+            "{w:.2}× the time left wide, median"
+        )),
         s.at_risk_only,
         s.shown_by_30,
         s.could_show_by_30,

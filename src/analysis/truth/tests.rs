@@ -72,9 +72,27 @@ fn a_steady_leak_is_forecast_at_every_checkpoint_after_its_start() {
     assert!(r.false_alarms.is_empty());
     let s = Summary::of(std::slice::from_ref(&r));
     assert_eq!((s.checkpoints, s.held, s.shown_by_30), (3, 3, 1));
+    // The median width of the held ranges, as a share of the time left:
+    // the middle of the three checkpoints' own widths.
+    let mut w: Vec<f64> = r
+        .checkpoints
+        .iter()
+        .filter(|c| c.counts && c.lead_s <= 60)
+        .filter_map(|c| {
+            c.shown
+                .and_then(|x| x.high_s.map(|h| (h - x.low_s) / c.lead_s as f64))
+        })
+        .collect();
+    w.sort_by(f64::total_cmp);
+    assert_eq!(s.held_width, Some(w[1]), "{w:?}");
+    assert!(
+        w[1] > 0.0 && w[1] < 1.0,
+        "a clean leak's range is narrow: {w:?}"
+    );
     let md = markdown(&[r]);
     assert!(md.contains("| test ×1 | OOM |"), "{md}");
     assert!(md.contains("3 of 3 checkpoints"), "{md}");
+    assert!(md.contains("× the time left wide, median"), "{md}");
 }
 
 #[test]
