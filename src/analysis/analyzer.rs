@@ -27,10 +27,10 @@ struct GpuTrack {
     /// The forecaster over that demand: its candidate every snapshot, a
     /// forecast shown only at risk (where the driver's view is saturated).
     demand_envelope: Envelope,
-    /// The latest moments (unix ms) the demand's candidates gave over the
-    /// last `hold`, `None` for a snapshot without one: what
-    /// [`steady_latest`] stretches the driver's forecast by.
-    demand_latest: VecDeque<(Millis, Option<Millis>)>,
+    /// The demand's candidates since they began without a break: when
+    /// each was made and its latest moment (unix ms), for
+    /// [`steady_latest`].
+    demand_latest: VecDeque<(Millis, Millis)>,
 }
 
 impl GpuTrack {
@@ -195,27 +195,30 @@ fn demand_forecast(
 }
 
 /// The demand's latest end (seconds from `t`) once its candidates have
-/// come without a break for `hold`: the earliest of the moments they gave
-/// since. A single candidate's latest end jumps with its rate's slow end
+/// come without a break for `hold`, as [`Envelope`] holds a forecast: the
+/// earliest of the latest moments (unix ms) they gave since, kept in
+/// `seen`. A single candidate's latest end jumps with its rate's slow end
 /// (seen: 89 → 206 → 83 s on three samples of `fresh/06`), and that would
 /// show as a range that flickers.
 fn steady_latest(
-    seen: &mut VecDeque<(Millis, Option<Millis>)>,
+    seen: &mut VecDeque<(Millis, Millis)>,
     t: Millis,
     latest: Option<f64>,
     hold: std::time::Duration,
 ) -> Option<f64> {
+    let Some(l) = latest else {
+        seen.clear();
+        return None;
+    };
     let hold = hold.as_millis() as u64;
-    seen.push_back((t, latest.map(|l| t.saturating_add((l * 1000.0) as u64))));
+    seen.push_back((t, t.saturating_add((l * 1000.0) as u64)));
     while seen.len() > 1 && t.saturating_sub(seen[1].0) >= hold {
         seen.pop_front();
     }
-    let first = seen.front()?.0;
-    if t.saturating_sub(first) < hold {
+    if t.saturating_sub(seen.front()?.0) < hold {
         return None;
     }
-    let at = seen.iter().map(|(_, m)| *m).collect::<Option<Vec<_>>>()?;
-    let earliest = at.into_iter().min()?;
+    let earliest = seen.iter().map(|(_, at)| *at).min()?;
     Some(earliest.saturating_sub(t) as f64 / 1000.0)
 }
 

@@ -178,8 +178,8 @@ pub(crate) struct Envelope {
     last_shown: Option<Millis>,
     /// Whether `used` is still reaching new highs.
     rises: Rises,
-    /// Why the last sample gave no candidate, or "not wanted" when none
-    /// was asked for (a diagnostic for traces).
+    /// Why the last sample asked for a forecast gave no candidate (a
+    /// diagnostic for traces).
     pub(crate) why: &'static str,
     /// The last candidate, shown or not (a diagnostic for traces).
     pub(crate) last: Option<Forecast>,
@@ -249,7 +249,6 @@ impl Envelope {
         let candidate = self.candidate(t_ms, m, rate, gap_s, p);
         self.last = candidate.ok();
         if !want {
-            self.why = "not wanted";
             self.hold(None, false, p);
             return Outlook {
                 at_risk_pct,

@@ -381,11 +381,7 @@ impl Summary {
                 }
             }
         }
-        widths.sort_by(f64::total_cmp);
-        s.held_width = (!widths.is_empty()).then(|| {
-            let n = widths.len();
-            (widths[(n - 1) / 2] + widths[n / 2]) / 2.0
-        });
+        s.held_width = (!widths.is_empty()).then(|| super::slope::median(&mut widths));
         s
     }
 }

@@ -88,10 +88,6 @@ struct Known {
     docker: bool,
     pod_uid: Option<Arc<str>>,
     ns_pid: Option<u32>,
-    /// CPU % and RSS at the last fresh read (CPU % `None` until a second
-    /// read gives a difference).
-    cpu: Option<f32>,
-    rss: u64,
 }
 
 /// A process's CPU time at a read, for the CPU % of the next one.
@@ -101,6 +97,8 @@ struct CpuRead {
     /// Accumulated CPU time, ms.
     cpu_ms: u64,
     at: Instant,
+    /// CPU % since the read before (`None` for a first read).
+    pct: Option<f32>,
 }
 
 /// Host facts from /proc through sysinfo, with per-process caching, and
@@ -197,35 +195,35 @@ impl ProcHost {
         Some(sanitize::clean_capped(&name.unwrap_or_else(|| uid.to_string()), 32).into())
     }
 
-    /// The CPU % of each of these just-read processes since its read
-    /// before (`None` for a first read), noting this read for the next.
-    fn cpu_percent(&mut self, read: &[Pid]) -> HashMap<u32, Option<f32>> {
+    /// Notes the CPU time of each of these just-read processes and its
+    /// CPU % since its read before (`None` for a first read).
+    fn cpu_percent(&mut self, read: &[Pid]) {
         let Some(system) = self.system.as_ref() else {
-            return HashMap::new();
+            return;
         };
         let now = Instant::now();
-        let mut out = HashMap::with_capacity(read.len());
         for pid in read {
             let Some(sp) = system.process(*pid) else {
                 continue;
             };
-            let this = CpuRead {
-                start_time: sp.start_time(),
-                cpu_ms: sp.accumulated_cpu_time(),
-                at: now,
-            };
+            let (start_time, cpu_ms) = (sp.start_time(), sp.accumulated_cpu_time());
             let pct = self
                 .cpu_reads
-                .insert(pid.as_u32(), this)
-                .filter(|before| before.start_time == this.start_time)
+                .get(&pid.as_u32())
+                .filter(|before| before.start_time == start_time)
                 .and_then(|before| {
                     let wall_ms = now.duration_since(before.at).as_secs_f64() * 1000.0;
-                    let cpu_ms = this.cpu_ms.saturating_sub(before.cpu_ms) as f64;
+                    let cpu_ms = cpu_ms.saturating_sub(before.cpu_ms) as f64;
                     (wall_ms >= 1.0).then(|| (cpu_ms / wall_ms * 100.0) as f32)
                 });
-            out.insert(pid.as_u32(), pct);
+            let this = CpuRead {
+                start_time,
+                cpu_ms,
+                at: now,
+                pct,
+            };
+            self.cpu_reads.insert(pid.as_u32(), this);
         }
-        out
     }
 
     /// Refreshes CPU, memory (and once, command and user) of these PIDs;
@@ -283,7 +281,7 @@ impl HostFacts for ProcHost {
             pids.retain(|pid| !self.known.contains_key(pid));
         }
         let read = self.refresh(&pids);
-        let cpu_of = self.cpu_percent(&read);
+        self.cpu_percent(&read);
         for p in procs.iter_mut() {
             let Some(sp) = self
                 .system
@@ -298,7 +296,15 @@ impl HostFacts for ProcHost {
                 .known
                 .get(&p.pid)
                 .is_none_or(|k| k.start_time != start_time);
-            let (cpu, rss) = (cpu_of.get(&p.pid).copied().flatten(), sp.memory());
+            // CPU % and RSS as of this process's last read: sysinfo's
+            // figures change only when it is refreshed, which between fresh
+            // reads only processes not seen before are.
+            let cpu = self
+                .cpu_reads
+                .get(&p.pid)
+                .filter(|c| c.start_time == start_time)
+                .and_then(|c| c.pct);
+            let rss = sp.memory();
             if stale {
                 let name = sanitize::clean_capped(&sp.name().to_string_lossy(), 64);
                 let command = sanitize::command_line(sp.cmd().iter().map(|a| a.to_string_lossy()));
@@ -322,16 +328,10 @@ impl HostFacts for ProcHost {
                     docker,
                     pod_uid: cg.pod_uid.map(Into::into),
                     ns_pid: read("status").as_deref().and_then(ns_pid_from_status),
-                    cpu,
-                    rss,
                 };
                 self.known.insert(p.pid, known);
             }
-            if let Some(k) = self.known.get_mut(&p.pid) {
-                if read.binary_search(&Pid::from_u32(p.pid)).is_ok() {
-                    (k.cpu, k.rss) = (cpu, rss);
-                }
-                let (cpu, rss) = (k.cpu, k.rss);
+            if let Some(k) = self.known.get(&p.pid) {
                 p.start_time = k.start_time;
                 p.user = k.user.clone();
                 p.name = Some(k.name.clone());
