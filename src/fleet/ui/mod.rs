@@ -410,27 +410,23 @@ fn footer(app: &FleetApp, area: Rect, buf: &mut Buffer) {
         first(Intent::Pause),
         if app.paused() { "resume" } else { "pause" },
     ));
-    // Whole hints only, as many as fit; the filter in force comes first.
-    let filter =
-        (!nav.filter.is_empty()).then(|| Span::styled(format!("filter: {}", nav.filter), t.warn));
-    let mut room = usize::from(area.width)
-        .saturating_sub(1)
-        .saturating_sub(filter.as_ref().map_or(0, Span::width));
-    let mut spans = vec![Span::raw(" ")];
+    // Whole hints only, as many as fit (the later ones go first; the gap
+    // after the last may fall off the edge); the filter in force stays.
+    let mut groups = vec![(u8::MAX, vec![Span::raw(" ")])];
     for (k, what) in hints {
-        let (key, hint) = (
-            Span::styled(k, t.accent),
-            Span::styled(format!(" {what}  "), t.dim),
-        );
-        // The gap after a hint may fall off the edge.
-        let w = key.width() + hint.width();
-        if w - 2 > room {
-            break;
-        }
-        room = room.saturating_sub(w);
-        spans.extend([key, hint]);
+        groups.push((
+            1,
+            vec![
+                Span::styled(k, t.accent),
+                Span::styled(format!(" {what}  "), t.dim),
+            ],
+        ));
     }
-    spans.extend(filter);
+    if !nav.filter.is_empty() {
+        let filter = Span::styled(format!("filter: {}", nav.filter), t.warn);
+        groups.push((u8::MAX, vec![filter]));
+    }
+    let spans = crate::ui::fit(groups, usize::from(area.width) + 2);
     Line::from(spans).render(area, buf);
 }
 
