@@ -24,7 +24,14 @@
 //!    spans' worth of buckets before it (or as much as there is): a KV
 //!    cache filling towards a plateau slows down, a leak does not. With
 //!    4-bucket spans this tells a fill with a time constant up to ~110 s
-//!    from a leak;
+//!    from a leak (once ~80 s of the fill are seen). A *jump* in the first
+//!    window (it rises more than the later windows together: weights or
+//!    optimizer state allocated at once, then the growth) is set aside: the
+//!    rate is taken from the second window on and the last rise must hold
+//!    85 % of the one before (a fill with a time constant up to ~30 s
+//!    fails). So a leak that starts with a jump is flagged
+//!    `leak_min_duration` after the jump, not after the next bucket that
+//!    does not hold it;
 //! 4. the baseline reaches a new high: above every bucket baseline before
 //!    the span (a slow sawtooth whose ramps outlast `leak_min_duration`
 //!    climbs back to where it was; a leak does not). The first ramp of such
@@ -51,6 +58,11 @@ const SPANS: [usize; 5] = [4, 8, 16, 32, 64];
 const MAX_BUCKETS: usize = 2 * 64;
 /// The growth may slow to this share and still count as a leak.
 const DECEL: f64 = 0.7;
+/// After a jump in a span's first window (rule 3), the last rise must be at
+/// least this share of the one before it: the two rises are one window
+/// apart, not two, so a fill with a time constant up to ~30 s
+/// (e^(-5/30) ≈ 0.85) fails.
+const DECEL_AFTER_JUMP: f64 = 0.85;
 /// Growth over a span is compared with the growth over up to this many
 /// spans' worth of buckets before it.
 const PRIOR_SPANS: usize = 3;
@@ -263,7 +275,13 @@ impl LeakDetector {
         if m[WINDOWS - 1].0 <= earlier_high {
             return None;
         }
-        let rate = baseline_rate(&self.closed, start, k)?;
+        // A jump in the first window (weights or optimizer state allocated
+        // at once, then growth) rises more than the windows after it
+        // together; it is not growth: the rate and the deceleration are
+        // judged from the second window on (rule 3).
+        let jump = m[1].0 - m[0].0 > m[WINDOWS - 1].0 - m[1].0;
+        let from = if jump { start + per } else { start };
+        let rate = baseline_rate(&self.closed, from, n - from)?;
         if rate.bps < self.p.min_rate {
             return None;
         }
@@ -284,7 +302,12 @@ impl LeakDetector {
             }
             rises[j] = rise;
         }
-        if rises[WINDOWS - 2] < DECEL * rises[0] {
+        let (earliest, decel) = if jump {
+            (rises[1], DECEL_AFTER_JUMP)
+        } else {
+            (rises[0], DECEL)
+        };
+        if rises[WINDOWS - 2] < decel * earliest {
             return None;
         }
         // The time before: up to three spans' worth, as much as there is.
@@ -419,6 +442,37 @@ mod tests {
             28.0 * GIB * (t / 3.0).min(1.0) + jump + 64.0 * MIB * noise(t as u64)
         });
         assert!(up.is_empty(), "{up:?}");
+    }
+
+    #[test]
+    fn a_leak_that_begins_with_a_jump_is_flagged_without_waiting_for_a_clean_window() {
+        // An optimizer allocates 40 GiB of state in its first step, at a
+        // moment the bucket grid does not favour, then the step leaks
+        // 240 MiB/s (grad_accum in the corpus).
+        for at in [31.0, 33.0, 34.0] {
+            let (up, _) = run(120.0, 1.0, |t| {
+                let state = if t >= at { 40.0 * GIB } else { 0.0 };
+                30.0 * GIB + state + 240.0 * MIB * (t - at).max(0.0)
+            });
+            let first = up.first().map(|&t| t - at);
+            assert!(first.is_some_and(|d| d <= 20.0), "jump at {at}: {up:?}");
+        }
+    }
+
+    #[test]
+    fn a_jump_then_a_fast_fill_is_not_a_leak() {
+        // The jump's own rise is set aside; the later windows must still
+        // show that the fill slows down.
+        for tau in [6.0, 10.0, 14.0, 20.0] {
+            for at in [31.0, 33.0, 34.0] {
+                let (up, _) = run(300.0, 1.0, |t| {
+                    let w = if t >= at { 40.0 * GIB } else { 0.0 };
+                    let kv = 30.0 * GIB * (1.0 - (-(t - at).max(0.0) / tau).exp());
+                    2.0 * GIB + w + kv
+                });
+                assert!(up.is_empty(), "tau {tau}, jump at {at}: {up:?}");
+            }
+        }
     }
 
     #[test]
