@@ -53,7 +53,8 @@ fn the_tuning_corpus_scores_at_least_as_well_as_when_tuned() {
     assert!(s.held + s.at_risk_only >= 14, "{s:?}");
     assert!(s.shown_by_30 >= 7, "{s:?}");
     assert!(s.false_alarm_runs <= 1, "{s:?}");
-    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 24.5), "{s:?}");
+    // 24 s before the leak flag set a first-window jump aside.
+    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 20.5), "{s:?}");
     // The flat and loading runs stay silent; the known false alarm is the
     // KV cache that fills linearly for half a minute before it levels off.
     for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
@@ -138,6 +139,27 @@ fn the_corpus_recorded_after_the_third_tuning_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 4, "{s:?}");
     assert!(s.false_alarm_runs <= 1, "{s:?}");
     assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 24.5), "{s:?}");
+    for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
+        assert!(r.label.starts_with("kv_plateau"), "{r:?}");
+    }
+}
+
+/// Recorded on the H200 after the fourth round (the leak flag sets aside a
+/// jump in a span's first window) was final, from a plan written before it
+/// ran (python/workloads/plans/later.plan: seed 6, mostly jump-then-growth
+/// shapes). Nothing was tuned on it; the bounds are what it scored the
+/// first time: every OOM run flagged within 20 s of its growth (24 s with
+/// the jump rule switched off), 6 of 8 held, one false alarm — the KV
+/// cache (forecast and leak flag).
+#[test]
+fn the_corpus_recorded_after_the_fourth_tuning_scores_at_least_as_it_did() {
+    let runs = corpus("later");
+    let s = Summary::of(&runs);
+    assert_eq!((s.runs, s.oom_runs, s.checkpoints), (8, 4, 8), "{s:?}");
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 20.5), "{s:?}");
+    assert!(s.held >= 6, "{s:?}");
+    assert!(s.false_alarm_runs <= 1, "{s:?}");
     for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
         assert!(r.label.starts_with("kv_plateau"), "{r:?}");
     }
