@@ -214,8 +214,12 @@ impl LeakDetector {
 
     fn evaluate(&mut self, now: Millis) -> Option<LeakChange> {
         if let Some(flag) = &mut self.flag {
-            let k = self.flag_k.min(self.closed.len());
-            let r = baseline_rate(&self.closed, self.closed.len() - k, k);
+            // Over the latest span of the length that raised it. A jump set
+            // aside when it was raised has left a 4-bucket span by now; a
+            // longer one may still hold it in one Theil pair of several,
+            // which the median outvotes.
+            let n = self.closed.len();
+            let r = baseline_rate(&self.closed, n - self.flag_k.min(n), n);
             match r {
                 Some(r) if r.bps >= self.p.min_rate / 2.0 => {
                     flag.rate = r;
@@ -241,6 +245,21 @@ impl LeakDetector {
         }
     }
 
+    /// The baseline (minimum, and when) of each of the `WINDOWS` windows of
+    /// the `k` buckets from `start`.
+    fn window_baselines(&self, start: usize, k: usize) -> Option<[(f64, Millis); WINDOWS]> {
+        let per = k / WINDOWS;
+        let mut m = [(0.0f64, 0 as Millis); WINDOWS];
+        for (j, slot) in m.iter_mut().enumerate() {
+            let b = self
+                .closed
+                .range(start + j * per..start + (j + 1) * per)
+                .min_by(|a, b| a.min.total_cmp(&b.min))?;
+            *slot = (b.min, b.t_min);
+        }
+        Some(m)
+    }
+
     /// Whether the last `k` closed buckets show a leak (module doc).
     fn test_span(&self, k: usize, now: Millis) -> Option<LeakFlag> {
         let n = self.closed.len();
@@ -251,16 +270,8 @@ impl LeakDetector {
         if covered < self.p.min_duration.as_millis() as u64 {
             return None;
         }
-        // Window baselines.
         let per = k / WINDOWS;
-        let mut m = [(0.0f64, 0 as Millis); WINDOWS];
-        for (j, slot) in m.iter_mut().enumerate() {
-            let b = self
-                .closed
-                .range(start + j * per..start + (j + 1) * per)
-                .min_by(|a, b| a.min.total_cmp(&b.min))?;
-            *slot = (b.min, b.t_min);
-        }
+        let m = self.window_baselines(start, k)?;
         // Cheap necessary conditions first: most series fail here.
         if m.windows(2).any(|w| w[1].0 <= w[0].0) {
             return None;
@@ -275,13 +286,9 @@ impl LeakDetector {
         if m[WINDOWS - 1].0 <= earlier_high {
             return None;
         }
-        // A jump in the first window (weights or optimizer state allocated
-        // at once, then growth) rises more than the windows after it
-        // together; it is not growth: the rate and the deceleration are
-        // judged from the second window on (rule 3).
-        let jump = m[1].0 - m[0].0 > m[WINDOWS - 1].0 - m[1].0;
+        let jump = is_jump(&m);
         let from = if jump { start + per } else { start };
-        let rate = baseline_rate(&self.closed, from, n - from)?;
+        let rate = baseline_rate(&self.closed, from, n)?;
         if rate.bps < self.p.min_rate {
             return None;
         }
@@ -313,7 +320,7 @@ impl LeakDetector {
         // The time before: up to three spans' worth, as much as there is.
         let before = (PRIOR_SPANS * k).min(start);
         if before >= 2
-            && let Some(prev) = baseline_rate(&self.closed, start - before, before)
+            && let Some(prev) = baseline_rate(&self.closed, start - before, start)
             && rate.bps < DECEL * prev.bps
         {
             return None;
@@ -326,9 +333,17 @@ impl LeakDetector {
     }
 }
 
-/// Theil slope of the baselines of `k` buckets from `start`.
-fn baseline_rate(b: &VecDeque<Bucket>, start: usize, k: usize) -> Option<Rate> {
-    let k = k.min(MAX_POINTS);
+/// Whether a span's first window holds a jump (weights or optimizer state
+/// allocated at once, then growth): it rises more than the windows after
+/// it together. A jump is not growth: the rate and the deceleration are
+/// judged from the second window on (rule 3).
+fn is_jump(m: &[(f64, Millis); WINDOWS]) -> bool {
+    m[1].0 - m[0].0 > m[WINDOWS - 1].0 - m[1].0
+}
+
+/// Theil slope of the baselines of the buckets from `start` up to `end`.
+fn baseline_rate(b: &VecDeque<Bucket>, start: usize, end: usize) -> Option<Rate> {
+    let k = end.saturating_sub(start).min(MAX_POINTS);
     let t0 = b.get(start)?.t_min;
     let mut ts = [0.0f64; MAX_POINTS];
     let mut vs = [0.0f64; MAX_POINTS];
@@ -456,6 +471,28 @@ mod tests {
             });
             let first = up.first().map(|&t| t - at);
             assert!(first.is_some_and(|d| d <= 20.0), "jump at {at}: {up:?}");
+        }
+    }
+
+    #[test]
+    fn a_flag_raised_past_a_jump_reports_the_growth_not_the_jump() {
+        for at in [31.0, 33.0, 34.0] {
+            let mut d = LeakDetector::new(&LeakParams::default());
+            let mut rates = Vec::new();
+            for i in 0..120u64 {
+                let t = i as f64;
+                let state = if t >= at { 40.0 * GIB } else { 0.0 };
+                d.observe(
+                    1_700_000_000_000 + i * 1000,
+                    30.0 * GIB + state + 240.0 * MIB * (t - at).max(0.0),
+                );
+                rates.extend(d.flag().map(|f| f.rate.bps / MIB));
+            }
+            assert!(!rates.is_empty(), "jump at {at}: never flagged");
+            assert!(
+                rates.iter().all(|r| (r - 240.0).abs() < 24.0),
+                "jump at {at}: {rates:?}"
+            );
         }
     }
 
