@@ -30,10 +30,11 @@
 //!    first rise it is set aside: the rate is taken from the second window
 //!    on, must add up over those three windows to `min_rate` ×
 //!    `min_duration`, and the last rise must be at least the one before (a
-//!    fill slowing down at any pace fails). In a middle rise the span waits
+//!    fill slowing down at any pace fails). In a later rise the span waits
 //!    for the next one. So a leak that starts with a jump is flagged
-//!    `leak_min_duration` after the jump, not after the next bucket that
-//!    does not hold it;
+//!    `leak_min_duration` after the jump where its rises hold steady and it
+//!    grows at 4/3 of `min_rate` or more; otherwise after the next bucket
+//!    that does not hold the jump, as without this rule;
 //! 4. the baseline reaches a new high: above every bucket baseline before
 //!    the span (a slow sawtooth whose ramps outlast `leak_min_duration`
 //!    climbs back to where it was; a leak does not). The first ramp of such
@@ -63,8 +64,11 @@ const DECEL: f64 = 0.7;
 /// After a jump in a span's first rise (rule 3), the last rise must be at
 /// least this share of the one before it: with three windows seen after
 /// the jump, growth that slows at all is taken for a fill (weights, then a
-/// cache). 0.85 (a time constant up to ~30 s fails) let the simulator's
-/// inference servers, τ 20-80 s, through.
+/// cache). 0.9 let the simulator's inference servers with time constants
+/// over ~47 s through (e^(-5/47) ≈ 0.9), 0.85 over ~31 s. The price: where
+/// sampling jitter makes a steady leak's last rise the smaller one, the
+/// flag waits for the next span, 5 s later, as it did before jumps were
+/// set aside.
 const DECEL_AFTER_JUMP: f64 = 1.0;
 /// Growth over a span is compared with the growth over up to this many
 /// spans' worth of buckets before it.
@@ -289,21 +293,23 @@ impl LeakDetector {
         if m[WINDOWS - 1].0 <= earlier_high {
             return None;
         }
-        // A jump in the first rise is set aside; growth after a jump in a
-        // middle rise cannot be judged yet (one rise after it): the next
-        // span will hold it first.
+        // A jump in the first rise is set aside; after a jump in a later
+        // rise the growth cannot be judged yet (too few rises after it): a
+        // later span will hold it first.
         let jump = match jump_at(&m) {
             Some(0) => true,
-            Some(j) if j < WINDOWS - 2 => return None,
-            _ => false,
+            Some(_) => return None,
+            None => false,
         };
         let from = if jump { start + per } else { start };
         let rate = baseline_rate(&self.closed, from, n)?;
         // After a jump, growth is seen for three windows of four: it must
-        // add up to what `min_duration` at `min_rate` would (the simulator's
-        // inference servers grow ~4 MiB/s after their weights).
-        let seen = (n - from) as f64 / k as f64;
-        if rate.bps * seen < self.p.min_rate {
+        // still add up to what `min_duration` at `min_rate` would (the
+        // simulator's inference servers grow ~4-6 MiB/s after their
+        // weights), which asks 4/3 of `min_rate` of a 4-bucket span.
+        let seen_s = (n - from) as f64 * self.bucket_ms as f64 / 1000.0;
+        let need = self.p.min_rate * self.p.min_duration.as_secs_f64();
+        if rate.bps < self.p.min_rate || rate.bps * seen_s < need {
             return None;
         }
         // Volatility: the in-bucket range not explained by the trend.
@@ -341,7 +347,8 @@ impl LeakDetector {
         }
         Some(LeakFlag {
             since_ms: now,
-            onset_ms: self.onset_ms.unwrap_or(first.t_first) + first.index * self.bucket_ms,
+            onset_ms: self.onset_ms.unwrap_or(first.t_first)
+                + self.closed[from].index * self.bucket_ms,
             rate,
         })
     }
@@ -546,6 +553,9 @@ mod tests {
         let mut flagged = Vec::new();
         for tau in [14.0, 30.0, 80.0] {
             for start in [0.0, 2.0, 3.5, 12.0] {
+                if (tau, start) == KNOWN_MISS {
+                    continue;
+                }
                 let (up, _) = run(600.0, 1.0, |t| {
                     let age = (t - start).max(0.0);
                     let w = 70.0 * GIB * (age / 6.0).min(1.0);
@@ -557,10 +567,68 @@ mod tests {
                 }
             }
         }
-        // The known miss: a span clear of the load whose fill slows by 28 %
-        // over its 10 s (τ 30 s; the test allows 30 %), where the few
-        // buckets before it hide how fast the load came.
-        assert_eq!(flagged, [(30.0, 12.0, vec![39.0])]);
+        assert!(flagged.is_empty(), "{flagged:?}");
+    }
+
+    /// (τ, start) of [`a_cache_filling_towards_a_plateau_is_not_a_leak`]'s
+    /// shape that is flagged.
+    const KNOWN_MISS: (f64, f64) = (30.0, 12.0);
+
+    #[test]
+    fn known_miss_a_fill_clear_of_its_load_slowing_by_28_percent_is_flagged() {
+        // A span clear of the load whose fill slows by 28 % over its 10 s
+        // (the test allows 30 %), where the few buckets before it hide how
+        // fast the load came. Flagged before jumps were told apart too.
+        let (tau, start) = KNOWN_MISS;
+        let (up, _) = run(600.0, 1.0, |t| {
+            let age = (t - start).max(0.0);
+            let w = 70.0 * GIB * (age / 6.0).min(1.0);
+            let kv = 44.0 * GIB * (1.0 - (-(age - 6.0).max(0.0) / tau).exp());
+            GIB + ((w + kv) / (2.0 * MIB)).floor() * 2.0 * MIB
+        });
+        assert_eq!(up, [39.0]);
+    }
+
+    #[test]
+    fn slow_growth_then_a_step_is_not_a_leak() {
+        // 2 MiB/s (half the minimum rate), then 40 GiB at once: the step is
+        // not growth wherever it falls in a span.
+        let mut flagged = Vec::new();
+        for at in [40.0, 41.0, 42.5, 44.0] {
+            let (up, _) = run(300.0, 1.0, |t| {
+                let step = if t >= at { 40.0 * GIB } else { 0.0 };
+                10.0 * GIB + 2.0 * MIB * t + step
+            });
+            if !up.is_empty() {
+                flagged.push((at, up));
+            }
+        }
+        assert!(flagged.is_empty(), "{flagged:?}");
+    }
+
+    #[test]
+    fn growth_after_a_jump_must_add_up_to_the_minimum_duration() {
+        // Three windows are seen after a jump: at 4.6 MiB/s (over the
+        // minimum rate, under 4/3 of it) that is 69 MiB of the 80 asked, so
+        // the flag waits for a span clear of the jump; at 6 MiB/s it does not.
+        let first_after = |rate_mib: f64| {
+            let at = 33.0;
+            let (up, _) = run(150.0, 1.0, |t| {
+                let step = if t >= at { 40.0 * GIB } else { 0.0 };
+                30.0 * GIB + step + rate_mib * MIB * (t - at).max(0.0)
+            });
+            up.first().map(|&t| t - at)
+        };
+        assert!(
+            first_after(4.6).is_some_and(|d| d > 20.0),
+            "{:?}",
+            first_after(4.6)
+        );
+        assert!(
+            first_after(6.0).is_some_and(|d| d <= 20.0),
+            "{:?}",
+            first_after(6.0)
+        );
     }
 
     #[test]
