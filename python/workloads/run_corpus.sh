@@ -176,6 +176,17 @@ budget
 [ "$ESTIMATE_ONLY" = 1 ] && exit 0
 
 # ---------------------------------------------------------------- run
+# A signal from here on stops the lanes (or keeps them from starting) and
+# still leaves the summary and the tar.
+LANE_PIDS=()
+INTERRUPTED=0
+on_signal() {
+  INTERRUPTED=1
+  log "interrupted: stopping the lanes"
+  for p in "${LANE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+}
+trap on_signal INT TERM
+
 mkdir -p "$OUTDIR" || die "cannot create $OUTDIR"
 T0=$(date +%s)
 cp "$PLAN" "$OUTDIR/plan.txt"
@@ -230,6 +241,12 @@ run_lane() {
     "$BIN" record -o "$rec" --interval "$INTERVAL" --force >"$OUTDIR/$name.record.log" 2>&1 &
     recpid=$!
     sleep "$PRE_S"
+    # a signal during the pre-roll: do not start the workload
+    if [ "$stopped" = 1 ]; then
+      stop_recorder "$recpid"
+      recpid=
+      break
+    fi
     kill -0 "$recpid" 2>/dev/null || log "$lane: WARNING the recorder for $name is not running (see $name.record.log)"
     log "$lane: start $name: $wl --device $dev ${args[*]} $EXTRA_ARGS"
     ws=$(now_ms)
@@ -254,14 +271,8 @@ run_lane() {
   done
 }
 
-LANE_PIDS=()
-on_signal() {
-  log "interrupted: stopping the lanes"
-  for p in "${LANE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-}
-trap on_signal INT TERM
-
 for lane in "${LANES[@]}"; do
+  [ "$INTERRUPTED" = 1 ] && break
   run_lane "$lane" &
   LANE_PIDS+=($!)
 done

@@ -132,16 +132,8 @@ fn the_corpus_recorded_after_the_second_tuning_scores_at_least_as_it_did() {
 /// one false alarm — the KV cache's leak flag, never a forecast.
 #[test]
 fn the_corpus_recorded_after_the_third_tuning_scores_at_least_as_it_did() {
-    let runs = corpus("late");
-    let s = Summary::of(&runs);
-    assert_eq!((s.runs, s.oom_runs, s.checkpoints), (7, 5, 11), "{s:?}");
-    assert!(s.held >= 9, "{s:?}");
+    let s = held_out("late", (7, 5, 11), 9, 24.5);
     assert!(s.shown_by_30 >= 4, "{s:?}");
-    assert!(s.false_alarm_runs <= 1, "{s:?}");
-    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 24.5), "{s:?}");
-    for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
-        assert!(r.label.starts_with("kv_plateau"), "{r:?}");
-    }
 }
 
 /// Recorded on the H200 after the fourth round's first version (the leak
@@ -154,16 +146,8 @@ fn the_corpus_recorded_after_the_third_tuning_scores_at_least_as_it_did() {
 /// cache (forecast and leak flag).
 #[test]
 fn the_corpus_recorded_after_the_fourth_tuning_scores_at_least_as_it_did() {
-    let runs = corpus("later");
-    let s = Summary::of(&runs);
-    assert_eq!((s.runs, s.oom_runs, s.checkpoints), (8, 4, 8), "{s:?}");
+    let s = held_out("later", (8, 4, 8), 6, 20.5);
     assert_eq!(s.never_flagged, 0, "{s:?}");
-    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 20.5), "{s:?}");
-    assert!(s.held >= 6, "{s:?}");
-    assert!(s.false_alarm_runs <= 1, "{s:?}");
-    for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
-        assert!(r.label.starts_with("kv_plateau"), "{r:?}");
-    }
 }
 
 /// Recorded on the H200 after the fourth round's final rule, from a plan
@@ -173,16 +157,27 @@ fn the_corpus_recorded_after_the_fourth_tuning_scores_at_least_as_it_did() {
 /// the KV cache the one false alarm.
 #[test]
 fn the_corpus_recorded_after_the_final_jump_rule_scores_at_least_as_it_did() {
-    let runs = corpus("last");
-    let s = Summary::of(&runs);
-    assert_eq!((s.runs, s.oom_runs, s.checkpoints), (6, 3, 6), "{s:?}");
+    let s = held_out("last", (6, 3, 6), 4, 25.5);
     assert_eq!(s.never_flagged, 0, "{s:?}");
-    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 25.5), "{s:?}");
-    assert!(s.held >= 4, "{s:?}");
-    assert!(s.false_alarm_runs <= 1, "{s:?}");
+}
+
+/// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
+/// at least `held` checkpoints held, every leak flag within
+/// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
+fn held_out(set: &str, shape: (usize, usize, usize), held: usize, slowest_leak_s: f64) -> Summary {
+    let runs = corpus(set);
+    let s = Summary::of(&runs);
+    assert_eq!((s.runs, s.oom_runs, s.checkpoints), shape, "{set}: {s:?}");
+    assert!(s.held >= held, "{set}: {s:?}");
+    assert!(
+        s.slowest_leak_flag_s.is_some_and(|x| x <= slowest_leak_s),
+        "{set}: {s:?}"
+    );
+    assert!(s.false_alarm_runs <= 1, "{set}: {s:?}");
     for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
-        assert!(r.label.starts_with("kv_plateau"), "{r:?}");
+        assert!(r.label.starts_with("kv_plateau"), "{set}: {r:?}");
     }
+    s
 }
 
 #[test]

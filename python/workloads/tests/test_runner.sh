@@ -130,5 +130,27 @@ check "interrupted run ends" '! kill -0 $rp 2>/dev/null'
 check "interrupted run: recorder stopped, tar made, second job not run" 'grep -q "^stop TERM" "$T/out3/01-gpu0-leak_keep-s1.0.jsonl.zst" && [ -s "$T/out3.tar.gz" ] && [ ! -e "$T/out3/02-gpu0-kv_plateau-s1.0.log" ]'
 check "interrupted run: no process left" '! pgrep -f "$T/" >/dev/null'
 
+# interrupted in the pre-roll (the recorder started, the workload not yet):
+# the workload is never started
+cat >"$T/plan4" <<'PLAN'
+gpu0 leak_keep --hang --seconds 300
+PLAN
+PRE_S=4 "$RUNNER" "$T/vramwatch" "$T/out4" "$T/plan4" >"$T/run4.log" 2>&1 &
+rp=$!
+for _ in $(seq 1 200); do [ -s "$T/out4/01-gpu0-leak_keep-s1.0.jsonl.zst" ] && break; sleep 0.1; done
+kill -TERM $rp
+for _ in $(seq 1 100); do kill -0 $rp 2>/dev/null || break; sleep 0.2; done
+check "interrupted in the pre-roll: ends, workload never started, tar made" '! kill -0 $rp 2>/dev/null && [ ! -e "$T/out4/01-gpu0-leak_keep-s1.0.log" ] && [ -s "$T/out4.tar.gz" ]'
+check "interrupted in the pre-roll: no process left" '! pgrep -f "$T/" >/dev/null'
+
+# interrupted while it starts (before any lane): no lane starts, the tar
+# is still made
+"$RUNNER" "$T/vramwatch" "$T/out5" "$T/plan4" >"$T/run5.log" 2>&1 &
+rp=$!
+sleep 0.3
+kill -TERM $rp
+for _ in $(seq 1 100); do kill -0 $rp 2>/dev/null || break; sleep 0.2; done
+check "interrupted while starting: ends, no workload, tar made" '! kill -0 $rp 2>/dev/null && [ ! -e "$T/out5/01-gpu0-leak_keep-s1.0.log" ] && [ -s "$T/out5.tar.gz" ]'
+
 [ $fail = 0 ] && echo "all runner tests passed" || { echo "runner tests FAILED"; cat "$T/run.log"; }
 exit $fail
