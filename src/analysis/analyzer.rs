@@ -12,7 +12,6 @@ use super::forecast::{self, Room};
 use super::leak::{LeakChange, LeakDetector};
 use super::series::Series;
 use super::{AnalysisConfig, Assessment, Forecast, GpuAssessment, Phase, ProcAssessment, Rate};
-
 use crate::model::{GpuSample, GpuState, MemInfo, Millis, ProcId, ProcSample, Snapshot};
 
 #[derive(Debug)]

@@ -115,17 +115,25 @@ PLAN
 DEADLINE_S=20 "$RUNNER" "$T/vramwatch" "$T/out2" "$T/plan2" >"$T/run2.log" 2>&1
 check "deadline skips a job, still tars" 'grep -q "SKIP 02-gpu0-kv_plateau" "$T/run2.log" && grep -q "skipped" "$T/out2/jobs.tsv" && [ -s "$T/out2.tar.gz" ]'
 
+# Runs the runner on PLAN into OUT in the background, then the shell
+# command WAIT, then sends it SIGTERM and gives it 20 s to end; sets rp.
+interrupt() {
+  local out=$1 plan=$2 wait=$3
+  "$RUNNER" "$T/vramwatch" "$out" "$plan" >"$out.log" 2>&1 &
+  rp=$!
+  eval "$wait"
+  kill -TERM $rp
+  for _ in $(seq 1 100); do kill -0 $rp 2>/dev/null || break; sleep 0.2; done
+}
+
 # interrupted: a hanging workload, SIGTERM to the runner: the workload and
 # the recorder are stopped, the tar is made
 cat >"$T/plan3" <<'PLAN'
 gpu0 leak_keep --hang --seconds 300
 gpu0 kv_plateau --sleep 1 --seconds 30
 PLAN
-"$RUNNER" "$T/vramwatch" "$T/out3" "$T/plan3" >"$T/run3.log" 2>&1 &
-rp=$!
-sleep 4
-kill -TERM $rp
-for _ in $(seq 1 100); do kill -0 $rp 2>/dev/null || break; sleep 0.2; done
+interrupt "$T/out3" "$T/plan3" \
+  'for _ in $(seq 1 200); do [ -e "$T/out3/01-gpu0-leak_keep-s1.0.log" ] && break; sleep 0.1; done; sleep 1'
 check "interrupted run ends" '! kill -0 $rp 2>/dev/null'
 check "interrupted run: recorder stopped, tar made, second job not run" 'grep -q "^stop TERM" "$T/out3/01-gpu0-leak_keep-s1.0.jsonl.zst" && [ -s "$T/out3.tar.gz" ] && [ ! -e "$T/out3/02-gpu0-kv_plateau-s1.0.log" ]'
 check "interrupted run: no process left" '! pgrep -f "$T/" >/dev/null'
@@ -135,21 +143,14 @@ check "interrupted run: no process left" '! pgrep -f "$T/" >/dev/null'
 cat >"$T/plan4" <<'PLAN'
 gpu0 leak_keep --hang --seconds 300
 PLAN
-PRE_S=4 "$RUNNER" "$T/vramwatch" "$T/out4" "$T/plan4" >"$T/run4.log" 2>&1 &
-rp=$!
-for _ in $(seq 1 200); do [ -s "$T/out4/01-gpu0-leak_keep-s1.0.jsonl.zst" ] && break; sleep 0.1; done
-kill -TERM $rp
-for _ in $(seq 1 100); do kill -0 $rp 2>/dev/null || break; sleep 0.2; done
+PRE_S=4 interrupt "$T/out4" "$T/plan4" \
+  'for _ in $(seq 1 200); do [ -s "$T/out4/01-gpu0-leak_keep-s1.0.jsonl.zst" ] && break; sleep 0.1; done'
 check "interrupted in the pre-roll: ends, workload never started, tar made" '! kill -0 $rp 2>/dev/null && [ ! -e "$T/out4/01-gpu0-leak_keep-s1.0.log" ] && [ -s "$T/out4.tar.gz" ]'
 check "interrupted in the pre-roll: no process left" '! pgrep -f "$T/" >/dev/null'
 
 # interrupted while it starts (before any lane): no lane starts, the tar
 # is still made
-"$RUNNER" "$T/vramwatch" "$T/out5" "$T/plan4" >"$T/run5.log" 2>&1 &
-rp=$!
-sleep 0.3
-kill -TERM $rp
-for _ in $(seq 1 100); do kill -0 $rp 2>/dev/null || break; sleep 0.2; done
+interrupt "$T/out5" "$T/plan4" "sleep 0.3"
 check "interrupted while starting: ends, no workload, tar made" '! kill -0 $rp 2>/dev/null && [ ! -e "$T/out5/01-gpu0-leak_keep-s1.0.log" ] && [ -s "$T/out5.tar.gz" ]'
 
 [ $fail = 0 ] && echo "all runner tests passed" || { echo "runner tests FAILED"; cat "$T/run.log"; }
