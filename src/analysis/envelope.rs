@@ -119,7 +119,7 @@ impl Default for EnvelopeParams {
             hold: Duration::from_secs(3),
             max_slip: 0.5,
             max_slip_rel: 0.1,
-            decel: 0.5,
+            decel: 0.6,
             decel_after: Duration::from_secs(24),
             max_extrapolation: 20.0,
             saturated_frac: 0.0025,
@@ -241,8 +241,16 @@ impl Envelope {
         {
             self.points.pop_front();
         }
-        // A new high is a rise of more than 0.1 % of the GPU.
-        self.rises.observe(t_ms, used, total / 1000.0);
+        // A new high is a rise of more than 0.1 % of the GPU that the next
+        // sample confirms: one reading caught at the top of a transient (a
+        // sawtooth's tooth, an evaluation pass) is not growth, and taken as
+        // the high it would hide the growth until the baseline passed it.
+        let n = self.points.len();
+        let confirmed = match n {
+            0 | 1 => used,
+            _ => used.min(self.points[n - 2].used),
+        };
+        self.rises.observe(t_ms, confirmed, total / 1000.0);
         let at_risk_pct = self.fullness(t_ms, m.pct_full(pt.peak as u64), p);
         // The regime's rate, fitted once: shown, and the candidate's basis.
         let rate = self.regime_rate(t_ms, p);
@@ -338,7 +346,7 @@ impl Envelope {
             return Err(Refusal::Because("no new high"));
         }
         let rate = rate.ok_or(Refusal::Because("few pairs"))?;
-        if let Some((older, newer)) = self.deceleration(span_s, p) {
+        if let Some((older, newer, span_s)) = self.deceleration(span_s, p) {
             return Err(Refusal::Decelerating {
                 older,
                 newer,
@@ -426,28 +434,39 @@ impl Envelope {
         })
     }
 
-    /// Whether the newer half of the regime grows at less than `decel`
-    /// of the older half's rate, surely so (the newer half's range all
-    /// below the older's): a cache filling towards a plateau, not a leak.
-    /// Only judged once the regime spans `decel_after`. Falls are taken
-    /// out first: memory given back (`empty_cache()`, or the allocator
-    /// freeing its cache to retry a failed allocation) and taken again is
-    /// not growth slowing down, while a plateau never falls.
-    /// Returns the older and newer halves' rates when it is.
-    fn deceleration(&self, span_s: f64, p: &EnvelopeParams) -> Option<(Rate, Rate)> {
+    /// Whether the newer half of the regime's last three quarters grows at
+    /// less than `decel` of the older half's rate, surely so (the newer
+    /// half's range all below the older's): a cache filling towards a
+    /// plateau, not a leak. Only judged once the regime spans
+    /// `decel_after`. The regime's first quarter is left out: it may hold
+    /// the tail of the fill that began it or a warm-up (growth that slows
+    /// once and then holds, where a plateau's keeps slowing). Falls are
+    /// taken out first: memory given back (`empty_cache()`, or the
+    /// allocator freeing its cache to retry a failed allocation) and taken
+    /// again is not growth slowing down, while a plateau never falls.
+    /// Returns the older and newer halves' rates, and the span they cover,
+    /// when it is.
+    fn deceleration(&self, span_s: f64, p: &EnvelopeParams) -> Option<(Rate, Rate, f64)> {
         if span_s < p.decel_after.as_secs_f64() {
             return None;
         }
+        let last = self.points.back()?.t;
+        let judged = self.points.iter().skip(self.points.len() / 4);
+        let first = judged.clone().next()?.t;
+        let span_s = last.saturating_sub(first) as f64 / 1000.0;
         let mut fallen = 0.0;
+        let mut before: Option<f64> = None;
         let mut prev: Option<f64> = None;
-        let rises: VecDeque<Point> = self
-            .points
-            .iter()
+        let rises: VecDeque<Point> = judged
             .map(|q| {
-                fallen += prev.map_or(0.0, |v| (v - q.used).max(0.0));
-                prev = Some(q.used);
+                // Each reading as the next one confirms it (one reading at
+                // a tooth's top would add its whole fall).
+                let used = before.map_or(q.used, |b| q.used.min(b));
+                before = Some(q.used);
+                fallen += prev.map_or(0.0, |v| (v - used).max(0.0));
+                prev = Some(used);
                 Point {
-                    used: q.used + fallen,
+                    used: used + fallen,
                     ..*q
                 }
             })
@@ -457,7 +476,7 @@ impl Envelope {
         let newer: VecDeque<Point> = rises.iter().skip(mid).copied().collect();
         let a = theil_sen(&older, span_s / 8.0)?;
         let b = theil_sen(&newer, span_s / 8.0)?;
-        (a.bps > 0.0 && b.bps < p.decel * a.bps && b.high < a.low).then_some((a, b))
+        (a.bps > 0.0 && b.bps < p.decel * a.bps && b.high < a.low).then_some((a, b, span_s))
     }
 
     /// Where a decelerating fill levels off, bytes: taken as an approach to

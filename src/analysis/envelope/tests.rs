@@ -54,6 +54,25 @@ fn a_fill_then_a_leak_is_forecast_soon_after_the_fill() {
 }
 
 #[test]
+fn a_reading_at_a_tooths_top_does_not_hide_the_growth() {
+    // `empty_cache()` every 7 s under a base growing at 0.5 GiB/s from 100
+    // GiB (full at 80 s): the fast lane sees each tooth reach 10 GiB above
+    // the base, and one 1 Hz reading (at 8 s) lands on a top. That reading
+    // is not a high the growth must pass before it counts, nor growth
+    // that slowed down after it (docs/analysis.md, "Fifth round").
+    let f = |s: u64| {
+        let base = 100.0 * GIB + 0.5 * GIB * s as f64;
+        let u = if s == 8 { base + 7.5 * GIB } else { base };
+        (u, if s % 7 == 1 { base + 10.0 * GIB } else { u })
+    };
+    let o = run(60, f);
+    let first = shown_from(&o).expect("a forecast");
+    assert!(first <= 20, "shown {first} s in");
+    let gone: Vec<usize> = (first..60).filter(|&s| o[s].forecast.is_none()).collect();
+    assert!(gone.is_empty(), "withdrawn at {gone:?} s");
+}
+
+#[test]
 fn transient_peaks_bring_the_forecast_forward() {
     // Baseline 110 GiB + 0.25 GiB/s; an 8 GiB peak every 12 s (an eval).
     let f = |s: u64| {
