@@ -481,9 +481,10 @@ impl Envelope {
 
     /// Where a decelerating fill levels off, bytes: taken as an approach to
     /// a plateau, `used = P − A·e^(−t/τ)`, whose rate falls from the older
-    /// half's `a` to the newer half's `b` over half the regime `h`: τ =
-    /// h / ln(a/b), the rate now `b·√(b/a)` (a quarter of the regime after
-    /// the newer half's middle), and what is left to come `rate now × τ`.
+    /// half's `a` to the newer half's `b` over half the span judged `h`
+    /// (`span_s / 2`, see [`Envelope::deceleration`]): τ = h / ln(a/b), the
+    /// rate now `b·√(b/a)` (a quarter of the span after the newer half's
+    /// middle), and what is left to come `rate now × τ`.
     /// `None` unless decelerating and still growing, when the plateau
     /// would not fit on the GPU (that is no plateau), or when it is within
     /// [`LEVEL_MIN`] of the GPU of where the memory is now (it has levelled
