@@ -87,8 +87,9 @@ pub struct EnvelopeParams {
     pub max_slip: f64,
     /// ... plus this share of the time still to go.
     pub max_slip_rel: f64,
-    /// The newer half of a regime growing at less than this share of the
-    /// older half's rate is a fill levelling off (no forecast) ...
+    /// The newer half of a regime's last three quarters (of its points)
+    /// growing at less than this share of the older half's rate is a fill
+    /// levelling off (no forecast) ...
     pub decel: f64,
     /// ... once the regime is this long (shorter halves are too noisy: a
     /// staircase's steps land unevenly).
@@ -129,16 +130,15 @@ impl Default for EnvelopeParams {
     }
 }
 
-/// A level closer than this share of the GPU to the memory in use now is
-/// not worth saying.
-const LEVEL_MIN: f64 = 0.02;
-
 /// Most points a regime keeps (pairs cost O(n²)).
 const MAX_POINTS: usize = 120;
 
 #[derive(Clone, Copy, Debug)]
 struct Point {
     t: Millis,
+    /// When the first sample folded into this point came (`t` is the
+    /// last's).
+    since: Millis,
     used: f64,
     /// Highest read since the previous sample (fast lane included).
     peak: f64,
@@ -206,6 +206,7 @@ impl Envelope {
         let total = m.total as f64;
         let mut pt = Point {
             t: t_ms,
+            since: t_ms,
             used,
             peak: peak.map_or(used, |x| (x as f64).max(used)),
         };
@@ -221,12 +222,15 @@ impl Envelope {
                 pt.peak = used;
             }
         }
-        // At most `MAX_POINTS` points span the window: a faster sample
-        // folds into the last point (its peak kept) instead of adding one.
+        // At most `MAX_POINTS` points span the window: a sample within
+        // `spacing` of the first sample the last point holds folds into it
+        // (its peak kept) instead of adding one, so at a sub-second
+        // interval the points stay `spacing` apart (the regime's first
+        // point is never folded into).
         let spacing = p.window.as_millis() as u64 / MAX_POINTS as u64;
         let several = self.points.len() > 1;
         match self.points.back_mut() {
-            Some(last) if several && t_ms.saturating_sub(last.t) < spacing => {
+            Some(last) if several && t_ms.saturating_sub(last.since) < spacing => {
                 last.peak = last.peak.max(pt.peak);
                 last.used = pt.used;
                 last.t = t_ms;
@@ -242,9 +246,10 @@ impl Envelope {
             self.points.pop_front();
         }
         // A new high is a rise of more than 0.1 % of the GPU that the next
-        // sample confirms: one reading caught at the top of a transient (a
-        // sawtooth's tooth, an evaluation pass) is not growth, and taken as
-        // the high it would hide the growth until the baseline passed it.
+        // sample confirms (the lower of the two): one reading caught at the
+        // top of a transient a sample long (a sawtooth's tooth) is not
+        // growth, and taken as the high it would hide the growth until the
+        // baseline passed it.
         let n = self.points.len();
         let confirmed = match n {
             0 | 1 => used,
@@ -434,74 +439,6 @@ impl Envelope {
         })
     }
 
-    /// Whether the newer half of the regime's last three quarters grows at
-    /// less than `decel` of the older half's rate, surely so (the newer
-    /// half's range all below the older's): a cache filling towards a
-    /// plateau, not a leak. Only judged once the regime spans
-    /// `decel_after`. The regime's first quarter is left out: it may hold
-    /// the tail of the fill that began it or a warm-up (growth that slows
-    /// once and then holds, where a plateau's keeps slowing). Falls are
-    /// taken out first: memory given back (`empty_cache()`, or the
-    /// allocator freeing its cache to retry a failed allocation) and taken
-    /// again is not growth slowing down, while a plateau never falls.
-    /// Returns the older and newer halves' rates, and the span they cover,
-    /// when it is.
-    fn deceleration(&self, span_s: f64, p: &EnvelopeParams) -> Option<(Rate, Rate, f64)> {
-        if span_s < p.decel_after.as_secs_f64() {
-            return None;
-        }
-        let last = self.points.back()?.t;
-        let judged = self.points.iter().skip(self.points.len() / 4);
-        let first = judged.clone().next()?.t;
-        let span_s = last.saturating_sub(first) as f64 / 1000.0;
-        let mut fallen = 0.0;
-        let mut before: Option<f64> = None;
-        let mut prev: Option<f64> = None;
-        let rises: VecDeque<Point> = judged
-            .map(|q| {
-                // Each reading as the next one confirms it (one reading at
-                // a tooth's top would add its whole fall).
-                let used = before.map_or(q.used, |b| q.used.min(b));
-                before = Some(q.used);
-                fallen += prev.map_or(0.0, |v| (v - used).max(0.0));
-                prev = Some(used);
-                Point {
-                    used: used + fallen,
-                    ..*q
-                }
-            })
-            .collect();
-        let mid = rises.len() / 2;
-        let older: VecDeque<Point> = rises.iter().take(mid + 1).copied().collect();
-        let newer: VecDeque<Point> = rises.iter().skip(mid).copied().collect();
-        let a = theil_sen(&older, span_s / 8.0)?;
-        let b = theil_sen(&newer, span_s / 8.0)?;
-        (a.bps > 0.0 && b.bps < p.decel * a.bps && b.high < a.low).then_some((a, b, span_s))
-    }
-
-    /// Where a decelerating fill levels off, bytes: taken as an approach to
-    /// a plateau, `used = P − A·e^(−t/τ)`, whose rate falls from the older
-    /// half's `a` to the newer half's `b` over half the span judged `h`
-    /// (`span_s / 2`, see [`Envelope::deceleration`]): τ = h / ln(a/b), the
-    /// rate now `b·√(b/a)` (a quarter of the span after the newer half's
-    /// middle), and what is left to come `rate now × τ`.
-    /// `None` unless decelerating and still growing, when the plateau
-    /// would not fit on the GPU (that is no plateau), or when it is within
-    /// [`LEVEL_MIN`] of the GPU of where the memory is now (it has levelled
-    /// off already).
-    fn levelling(&self, a: Rate, b: Rate, span_s: f64, m: MemInfo) -> Option<f64> {
-        let last = self.points.back()?;
-        if b.bps <= 0.0 {
-            return None;
-        }
-        let q = b.bps / a.bps;
-        let tau = (span_s / 2.0) / (1.0 / q).ln();
-        let plateau = last.used + b.bps * q.sqrt() * tau;
-        let usable = m.total.saturating_sub(m.reserved) as f64;
-        let ahead = plateau - last.used >= LEVEL_MIN * m.total as f64;
-        (plateau.is_finite() && plateau < usable && ahead).then_some(plateau)
-    }
-
     /// Shows `candidate` once candidates have agreed for `hold`; once
     /// shown, it stays for as long as there are candidates (a forecast
     /// reaching "now" predicts a moment that moves with the clock, and
@@ -566,9 +503,9 @@ impl Envelope {
 enum Refusal {
     /// A diagnostic for traces ("young regime", "fill", ...).
     Because(&'static str),
-    /// A fill slowing down: the older and newer halves' rates of a regime
-    /// `span_s` long, from which [`Envelope::levelling`] says where it
-    /// levels off.
+    /// A fill slowing down: the older and newer halves' rates of the span
+    /// judged (the regime's last three quarters, `span_s` long), from which
+    /// [`Envelope::levelling`] says where it levels off.
     Decelerating {
         older: Rate,
         newer: Rate,
@@ -648,6 +585,7 @@ fn theil_sen(points: &VecDeque<Point>, min_dt_s: f64) -> Option<Rate> {
     Some(Rate { bps, low, high })
 }
 
+mod decel;
 mod rises;
 #[cfg(test)]
 mod tests;

@@ -254,6 +254,29 @@ mod tests {
     }
 
     #[test]
+    fn a_reading_at_a_tooths_top_does_not_hide_a_leak_flag() {
+        const MIB: u64 = 1 << 20;
+        let mut a = Analyzer::new(&AnalysisConfig::default());
+        // 300 MiB/s from 40 GiB; the reading at 6 s caught an
+        // `empty_cache()` tooth's top 7 GiB above. The leak holds its flag
+        // from `leak_min_duration` on, the top reading notwithstanding
+        // (taken as a new high, it hid the flag from 16 s to ~30 s).
+        let mem =
+            |t: u64| 40 * 1024 * MIB + t * 300 * MIB + if t == 6 { 7 * 1024 * MIB } else { 0 };
+        let mut flagged = Vec::new();
+        for t in 0..40 {
+            a.observe(&snap(t, mem(t), &[(1, mem(t))]));
+            let p = a.processes().find(|p| p.id.key.pid == 1).unwrap();
+            if p.leak.is_some() {
+                flagged.push(t);
+            }
+        }
+        let first = *flagged.first().expect("flagged");
+        assert!(first <= 22, "flagged at {first} s");
+        assert_eq!(flagged.len() as u64, 40 - first, "{flagged:?}");
+    }
+
+    #[test]
     fn a_fill_to_a_new_high_restarts_a_process_trend_and_a_sawtooth_does_not() {
         const GIB: u64 = 1 << 30;
         let mut a = Analyzer::new(&AnalysisConfig::default());

@@ -73,6 +73,27 @@ fn a_reading_at_a_tooths_top_does_not_hide_the_growth() {
 }
 
 #[test]
+fn a_sub_second_interval_is_forecast_as_a_one_second_one() {
+    // 0.5 GiB/s from 100 GiB, read every 200 ms (`--interval 200ms`):
+    // full at 80 s. Samples closer than the points' spacing fold into the
+    // last point; the regime must still grow.
+    let p = EnvelopeParams::default();
+    let mut e = Envelope::default();
+    let mut first = None;
+    for i in 0..300u64 {
+        let u = 100.0 * GIB + 0.5 * GIB * i as f64 / 5.0;
+        let o = e.observe(1_000_000 + i * 200, mem(u), Some(u as u64), 0.2, &p, true);
+        if let Some(f) = o.forecast {
+            first.get_or_insert((i, f));
+        }
+    }
+    let (i, f) = first.expect("a forecast");
+    assert!(i <= 25 * 5, "shown {} s in", i / 5);
+    assert!(f.contains(1_000_000 + 80_000), "{f:?}");
+    assert!(e.points.len() <= 61, "{} points for 60 s", e.points.len());
+}
+
+#[test]
 fn transient_peaks_bring_the_forecast_forward() {
     // Baseline 110 GiB + 0.25 GiB/s; an 8 GiB peak every 12 s (an eval).
     let f = |s: u64| {

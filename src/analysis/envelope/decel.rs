@@ -1,0 +1,89 @@
+//! Whether a regime's growth is slowing down like a fill approaching a
+//! plateau, and where that fill levels off (see [`Envelope::deceleration`]).
+
+use std::collections::VecDeque;
+
+use super::{Envelope, EnvelopeParams, Point, theil_sen};
+use crate::analysis::slope::Rate;
+use crate::model::MemInfo;
+
+/// A level closer than this share of the GPU to the memory in use now is
+/// not worth saying.
+const LEVEL_MIN: f64 = 0.02;
+
+impl Envelope {
+    /// Whether the newer half of the regime's last three quarters grows at
+    /// less than `decel` of the older half's rate, surely so (the newer
+    /// half's range all below the older's): a cache filling towards a
+    /// plateau, not a leak. Only judged once the regime spans
+    /// `decel_after`. The regime's first quarter (of its points) is left
+    /// out: it may hold
+    /// the tail of the fill that began it or a warm-up (growth that slows
+    /// once and then holds, where a plateau's keeps slowing). Falls are
+    /// taken out first: memory given back (`empty_cache()`, or the
+    /// allocator freeing its cache to retry a failed allocation) and taken
+    /// again is not growth slowing down, while a plateau never falls; each
+    /// reading is taken as the lower of it and the one before, so one
+    /// caught at a tooth's top does not count its fall as growth.
+    /// Returns the older and newer halves' rates, and the span they cover,
+    /// when it is.
+    pub(super) fn deceleration(
+        &self,
+        span_s: f64,
+        p: &EnvelopeParams,
+    ) -> Option<(Rate, Rate, f64)> {
+        if span_s < p.decel_after.as_secs_f64() {
+            return None;
+        }
+        let last = self.points.back()?.t;
+        let judged = self.points.iter().skip(self.points.len() / 4);
+        let first = judged.clone().next()?.t;
+        let span_s = last.saturating_sub(first) as f64 / 1000.0;
+        let mut fallen = 0.0;
+        let mut before: Option<f64> = None;
+        let mut prev: Option<f64> = None;
+        let rises: VecDeque<Point> = judged
+            .map(|q| {
+                // Each reading as the lower of it and the one before (one at
+                // a tooth's top would add its whole fall).
+                let used = before.map_or(q.used, |b| q.used.min(b));
+                before = Some(q.used);
+                fallen += prev.map_or(0.0, |v| (v - used).max(0.0));
+                prev = Some(used);
+                Point {
+                    used: used + fallen,
+                    ..*q
+                }
+            })
+            .collect();
+        let mid = rises.len() / 2;
+        let older: VecDeque<Point> = rises.iter().take(mid + 1).copied().collect();
+        let newer: VecDeque<Point> = rises.iter().skip(mid).copied().collect();
+        let a = theil_sen(&older, span_s / 8.0)?;
+        let b = theil_sen(&newer, span_s / 8.0)?;
+        (a.bps > 0.0 && b.bps < p.decel * a.bps && b.high < a.low).then_some((a, b, span_s))
+    }
+
+    /// Where a decelerating fill levels off, bytes: taken as an approach to
+    /// a plateau, `used = P − A·e^(−t/τ)`, whose rate falls from the older
+    /// half's `a` to the newer half's `b` over half the span judged `h`
+    /// (`span_s / 2`, see [`Envelope::deceleration`]): τ = h / ln(a/b), the
+    /// rate now `b·√(b/a)` (a quarter of the span after the newer half's
+    /// middle), and what is left to come `rate now × τ`.
+    /// `None` unless decelerating and still growing, when the plateau
+    /// would not fit on the GPU (that is no plateau), or when it is within
+    /// [`LEVEL_MIN`] of the GPU of where the memory is now (it has levelled
+    /// off already).
+    pub(super) fn levelling(&self, a: Rate, b: Rate, span_s: f64, m: MemInfo) -> Option<f64> {
+        let last = self.points.back()?;
+        if b.bps <= 0.0 {
+            return None;
+        }
+        let q = b.bps / a.bps;
+        let tau = (span_s / 2.0) / (1.0 / q).ln();
+        let plateau = last.used + b.bps * q.sqrt() * tau;
+        let usable = m.total.saturating_sub(m.reserved) as f64;
+        let ahead = plateau - last.used >= LEVEL_MIN * m.total as f64;
+        (plateau.is_finite() && plateau < usable && ahead).then_some(plateau)
+    }
+}
