@@ -94,6 +94,30 @@ fn a_sub_second_interval_is_forecast_as_a_one_second_one() {
 }
 
 #[test]
+fn a_warm_up_is_not_a_fill_levelling_off() {
+    // 1.5 GiB/s for the first 8 s, then a steady 0.5 GiB/s from 100 GiB:
+    // growth that slowed once and then holds. The regime's first quarter
+    // is left out of the deceleration test, so its halves compare the
+    // steady part.
+    let f = |s: u64| {
+        let g = if s < 8 {
+            1.5 * s as f64
+        } else {
+            12.0 + 0.5 * (s - 8) as f64
+        };
+        let u = (100.0 + g) * GIB;
+        (u, u)
+    };
+    let o = run(50, f);
+    let first = shown_from(&o).expect("a forecast");
+    let gone: Vec<usize> = (first..50).filter(|&s| o[s].forecast.is_none()).collect();
+    assert!(
+        gone.is_empty(),
+        "shown at {first} s, withdrawn at {gone:?} s"
+    );
+}
+
+#[test]
 fn transient_peaks_bring_the_forecast_forward() {
     // Baseline 110 GiB + 0.25 GiB/s; an 8 GiB peak every 12 s (an eval).
     let f = |s: u64| {
