@@ -377,11 +377,8 @@ impl Analyzer {
                         tr.series.restart_trend();
                     }
                 }
-                // As high as the next reading confirms (as the GPU's:
-                // one reading at a tooth's top is not a new high).
-                let confirmed = tr.last_mem.map_or(m, |l| l.min(m));
                 tr.last_mem = Some(m);
-                tr.rises.observe(t, confirmed as f64, total as f64 / 1000.0);
+                tr.rises.observe(t, m as f64, total as f64 / 1000.0);
                 if cfg.allocator_demand
                     && let Some(d) = demand_delta(sp, m, t, &mut tr.outside)
                     && let Some(g) = self.gpus.get_mut(&sp.gpu)

@@ -245,17 +245,9 @@ impl Envelope {
         {
             self.points.pop_front();
         }
-        // A new high is a rise of more than 0.1 % of the GPU that the next
-        // sample confirms (the lower of the two): one reading caught at the
-        // top of a transient a sample long (a sawtooth's tooth) is not
-        // growth, and taken as the high it would hide the growth until the
-        // baseline passed it.
-        let n = self.points.len();
-        let confirmed = match n {
-            0 | 1 => used,
-            _ => used.min(self.points[n - 2].used),
-        };
-        self.rises.observe(t_ms, confirmed, total / 1000.0);
+        // A new high is a rise of more than 0.1 % of the GPU (that the next
+        // reading confirms: `Rises`).
+        self.rises.observe(t_ms, used, total / 1000.0);
         let at_risk_pct = self.fullness(t_ms, m.pct_full(pt.peak as u64), p);
         // The regime's rate, fitted once: shown, and the candidate's basis.
         let rate = self.regime_rate(t_ms, p);

@@ -279,8 +279,9 @@ impl LeakDetector {
         }
         let per = k / WINDOWS;
         let m = self.window_baselines(start, k)?;
+        let rises: [f64; WINDOWS - 1] = std::array::from_fn(|j| m[j + 1].0 - m[j].0);
         // Cheap necessary conditions first: most series fail here.
-        if m.windows(2).any(|w| w[1].0 <= w[0].0) {
+        if !rises.iter().all(|&r| r > 0.0) {
             return None;
         }
         // A leak reaches new highs; a slow sawtooth climbs back to where it
@@ -296,7 +297,7 @@ impl LeakDetector {
         // A jump in the first rise is set aside; after a jump in a later
         // rise the growth cannot be judged yet (too few rises after it): a
         // later span will hold it first.
-        let jump = match jump_at(&m) {
+        let jump = match jump_at(&rises) {
             Some(0) => true,
             Some(_) => return None,
             None => false,
@@ -319,15 +320,12 @@ impl LeakDetector {
             ranges[i] = ((b.max - b.min) - rate.bps.max(0.0) * dur).max(0.0);
         }
         let v = median(&mut ranges[..k]);
-        let mut rises = [0.0f64; WINDOWS - 1];
-        for j in 0..WINDOWS - 1 {
-            let rise = m[j + 1].0 - m[j].0;
+        for (j, &rise) in rises.iter().enumerate() {
             let dt = m[j + 1].1.saturating_sub(m[j].1) as f64 / 1000.0;
             let need = (RISE_FLOOR * self.p.min_rate * dt).max(v / (WINDOWS - 1) as f64);
-            if !(rise > 0.0 && rise >= need) {
+            if rise < need {
                 return None;
             }
-            rises[j] = rise;
         }
         let (earliest, decel) = if jump {
             (rises[1], DECEL_AFTER_JUMP)
@@ -357,11 +355,10 @@ impl LeakDetector {
 /// Which rise between a span's windows is a jump (weights or optimizer
 /// state allocated at once, or loaded over a few seconds): one that rises
 /// more than all the others together. A jump is not growth (rule 3).
-fn jump_at(m: &[(f64, Millis); WINDOWS]) -> Option<usize> {
-    let rise = |j: usize| m[j + 1].0 - m[j].0;
-    let total = m[WINDOWS - 1].0 - m[0].0;
-    let j = (0..WINDOWS - 1).max_by(|&a, &b| rise(a).total_cmp(&rise(b)))?;
-    (rise(j) > total - rise(j)).then_some(j)
+fn jump_at(rises: &[f64; WINDOWS - 1]) -> Option<usize> {
+    let total: f64 = rises.iter().sum();
+    let (j, &r) = rises.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    (r > total - r).then_some(j)
 }
 
 /// Theil slope of the baselines of the buckets from `start` up to `end`.

@@ -11,9 +11,16 @@ use crate::model::Millis;
 /// for [`Rises::STALE_GAPS`] times the usual gap between highs (at least
 /// [`Rises::STALE_MIN`]): a warm-up or a fill that has levelled off is not
 /// growth any more, while a staircase with a step every few seconds is.
+///
+/// A reading is only as high as the next one confirms (the lower of the
+/// two counts): one caught at the top of a transient a sample long (an
+/// `empty_cache()` sawtooth's tooth) is not growth, and taken as the high
+/// it would hide the growth until the baseline passed it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Rises {
     high: f64,
+    /// The previous reading, which the next one confirms.
+    prev: Option<f64>,
     /// Times of the recent new highs, oldest first.
     times: VecDeque<Millis>,
 }
@@ -24,9 +31,11 @@ impl Rises {
     pub(crate) const STALE_GAPS: f64 = 3.0;
     pub(crate) const STALE_MIN: Duration = Duration::from_secs(10);
 
-    /// Notes `v` at `t_ms`; a rise by more than `tol` above the last new
-    /// high is a new high (slow growth adds up to one).
+    /// Notes the reading `v` at `t_ms`; a rise of the confirmed reading
+    /// by more than `tol` above the last new high is a new high (slow
+    /// growth adds up to one).
     pub(crate) fn observe(&mut self, t_ms: Millis, v: f64, tol: f64) {
+        let v = self.prev.replace(v).map_or(v, |p| p.min(v));
         if self.times.is_empty() || v > self.high + tol {
             self.times.push_back(t_ms);
             if self.times.len() > Self::KEEP {
@@ -40,6 +49,7 @@ impl Rises {
     pub(crate) fn clear(&mut self) {
         self.times.clear();
         self.high = 0.0;
+        self.prev = None;
     }
 
     /// Whether the series is still rising at `t_ms`.

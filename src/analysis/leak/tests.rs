@@ -145,7 +145,7 @@ fn a_jump_then_a_fast_fill_is_not_a_leak() {
     // as it was before the step was set aside: the windows before do
     // not show the step in their minima.)
     let mut flagged = Vec::new();
-    for tau in [6.0, 14.0] {
+    for tau in [6.0, 10.0, 14.0, 20.0] {
         for at in [31.0, 33.0, 34.0] {
             let (up, _) = run(300.0, 1.0, |t| {
                 let w = if t >= at { 40.0 * GIB } else { 0.0 };
