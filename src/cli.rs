@@ -229,6 +229,10 @@ pub enum Command {
         /// Instead: the CPU and wall time of each NVML call on GPU 0.
         #[arg(long)]
         calls: bool,
+        /// With --calls: the calls spaced out as the sampler makes them
+        /// (memory at 10 Hz, the normal lane at 1 Hz) for --seconds.
+        #[arg(long, requires = "calls")]
+        spaced: bool,
         #[command(flatten)]
         demo: DemoArgs,
         #[command(flatten)]

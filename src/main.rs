@@ -46,12 +46,18 @@ fn run(cli: &Cli) -> Result<()> {
         Command::BenchSampler {
             seconds,
             calls,
+            spaced,
             demo,
             interval,
             config,
         } => {
             let src = cli.source_for(Some(demo), Some(interval), None, Some(config));
-            commands::bench_sampler::run_cli(*seconds, *calls, &src, &me)
+            let calls = match (*calls, *spaced) {
+                (false, _) => None,
+                (true, false) => Some(commands::bench_sampler::Calls::BackToBack),
+                (true, true) => Some(commands::bench_sampler::Calls::Spaced),
+            };
+            commands::bench_sampler::run_cli(*seconds, calls, &src, &me)
         }
         Command::Config { action, config } => {
             let path = config.as_deref().or(cli.config.config.as_deref());

@@ -311,12 +311,29 @@ fn summary(c: &Costs) -> String {
         .join("\n")
 }
 
+/// How `bench-sampler --calls` times NVML's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Calls {
+    /// Each call many times in a row (`--calls`).
+    BackToBack,
+    /// On the sampler's schedule, for `--seconds` (`--calls --spaced`).
+    Spaced,
+}
+
 /// `vramwatch bench-sampler`: prints the figures as JSON (and a summary
 /// on standard error).
-pub fn run_cli(seconds: u64, calls: bool, source: &crate::cli::SourceArgs, me: &str) -> Result<()> {
-    if calls {
+pub fn run_cli(
+    seconds: u64,
+    calls: Option<Calls>,
+    source: &crate::cli::SourceArgs,
+    me: &str,
+) -> Result<()> {
+    if let Some(how) = calls {
         let rss0 = rss_kib();
-        let costs = crate::source::nvml::call_costs(0)?;
+        let costs = match how {
+            Calls::BackToBack => crate::source::nvml::call_costs(0)?,
+            Calls::Spaced => crate::source::nvml::spaced_costs(0, seconds)?,
+        };
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({

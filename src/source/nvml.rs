@@ -22,7 +22,7 @@ use crate::source::{
 
 mod costs;
 mod fields;
-pub(crate) use costs::call_costs;
+pub(crate) use costs::{call_costs, spaced_costs};
 
 /// The library NVML is loaded from.
 pub(crate) const NVML_LIB: &str = "libnvidia-ml.so.1";

@@ -211,6 +211,11 @@ fn options_are_refused_where_they_would_do_nothing() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--watch INTERVAL"));
+    // `--spaced` changes how `--calls` times the calls: alone it is refused.
+    vw().args(["bench-sampler", "--spaced"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--calls"));
     vw().args(["export", "--help"])
         .assert()
         .success()

@@ -85,7 +85,8 @@ pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
     // sample asked for, each read makes both (what the sampler's reads,
     // seconds apart, do); with a timestamp in the future, only the count.
     // Their difference is what one call with a buffer sized in advance
-    // would save (that needs the raw binding: `unsafe`).
+    // would save (that needs the raw binding: `unsafe`). On an H200 it is
+    // nothing: the count alone costs as much (docs/benchmarks.md).
     time("process_utilization_stats(all buffered)", 10, &mut || {
         matches!(
             d.process_utilization_stats(None),
@@ -110,6 +111,121 @@ pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
     time("total_ecc_errors(volatile)", 10, &mut || {
         d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
             .is_ok()
+    });
+    Ok(out)
+}
+
+/// The same calls as the sampler makes them, spaced out (for
+/// `bench-sampler --calls --spaced SECONDS`): device memory ten times a
+/// second, the normal lane's calls once a second (process utilisation with
+/// the last sample's timestamp, as the probe asks), the slow lane's every
+/// fifth second; each call timed on its own. Back to back (`call_costs`)
+/// a call finds the driver's caches warm; spaced out, as the sampler makes
+/// them, it may not. The last row, `(whole loop)`, is the thread's CPU over
+/// the run: what the calls' sum leaves out is the loop and its wake-ups.
+pub(crate) fn spaced_costs(index: u32, seconds: u64) -> Result<Vec<CallCost>, SourceError> {
+    let nvml = nvml()?;
+    let d = nvml.device_by_index(index).map_err(init_error)?;
+    let mut rows: Vec<(&'static str, u32, f64, f64, bool)> = Vec::new();
+    let mut time = |call: &'static str, f: &mut dyn FnMut() -> bool| {
+        let (c0, w0) = (thread_cpu_us(), std::time::Instant::now());
+        let ok = f();
+        let (cpu, wall) = (thread_cpu_us() - c0, w0.elapsed().as_secs_f64() * 1e6);
+        match rows.iter_mut().find(|r| r.0 == call) {
+            Some(r) => {
+                r.1 += 1;
+                r.2 += cpu;
+                r.3 += wall;
+                r.4 &= ok;
+            }
+            None => rows.push((call, 1, cpu, wall, ok)),
+        }
+    };
+    let ticks = seconds.max(1) * 10;
+    let (c0, w0) = (thread_cpu_us(), std::time::Instant::now());
+    let mut last = None;
+    for tick in 0..ticks {
+        let due = w0 + std::time::Duration::from_millis(tick * 100);
+        if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        time("memory_info (v2)", &mut || d.memory_info().is_ok());
+        if tick % 10 != 0 {
+            continue;
+        }
+        time("running_compute_processes", &mut || {
+            d.running_compute_processes().is_ok()
+        });
+        time("running_graphics_processes", &mut || {
+            d.running_graphics_processes().is_ok()
+        });
+        time("utilization_rates", &mut || d.utilization_rates().is_ok());
+        time("temperature", &mut || {
+            d.temperature(TemperatureSensor::Gpu).is_ok()
+        });
+        time("power_usage", &mut || d.power_usage().is_ok());
+        time("enforced_power_limit", &mut || {
+            d.enforced_power_limit().is_ok()
+        });
+        time("clock_info(SM)", &mut || d.clock_info(Clock::SM).is_ok());
+        time("clock_info(Memory)", &mut || {
+            d.clock_info(Clock::Memory).is_ok()
+        });
+        time("performance_state", &mut || d.performance_state().is_ok());
+        time("encoder_utilization", &mut || {
+            d.encoder_utilization().is_ok()
+        });
+        time("decoder_utilization", &mut || {
+            d.decoder_utilization().is_ok()
+        });
+        if tick % 100 == 0 {
+            time("bar1_memory_info", &mut || d.bar1_memory_info().is_ok());
+        }
+        time("process_utilization_stats", &mut || {
+            let r = d.process_utilization_stats(last);
+            if let Ok(v) = &r {
+                last = v.iter().map(|s| s.timestamp).max().or(last);
+            }
+            matches!(r, Ok(_) | Err(NvmlError::NotFound))
+        });
+        // Just after the read above, the count alone (a timestamp in the
+        // future: nvml-wrapper's first call, which finds no sample and
+        // stops): what one call of the two costs when spaced out.
+        time("process_utilization_stats(count only, after)", &mut || {
+            matches!(
+                d.process_utilization_stats(u64::MAX),
+                Ok(_) | Err(NvmlError::NotFound)
+            )
+        });
+        if tick % 50 != 0 {
+            continue;
+        }
+        time("total_ecc_errors(volatile) x2", &mut || {
+            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+                .is_ok()
+                & d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
+                    .is_ok()
+        });
+        time("pcie_replay_counter", &mut || {
+            d.pcie_replay_counter().is_ok()
+        });
+    }
+    let mut out: Vec<CallCost> = rows
+        .into_iter()
+        .map(|(call, calls, cpu, wall, ok)| CallCost {
+            call,
+            calls,
+            cpu_us: cpu / f64::from(calls),
+            wall_us: wall / f64::from(calls),
+            ok,
+        })
+        .collect();
+    out.push(CallCost {
+        call: "(whole loop)",
+        calls: 1,
+        cpu_us: thread_cpu_us() - c0,
+        wall_us: w0.elapsed().as_secs_f64() * 1e6,
+        ok: true,
     });
     Ok(out)
 }
