@@ -165,6 +165,19 @@ pub(crate) fn latest_utilisation(
     (out, max_ts)
 }
 
+/// Whether the device's own utilisation says nothing ran on it over its
+/// last sample period: SMs, memory controller, encoder and decoder all at
+/// 0 %, as far as the device says (`utilization` is SM and memory %). Every
+/// process's share is then 0, and reading them (~2 ms of CPU on an H200,
+/// docs/benchmarks.md) is skipped. Unknown utilisation is not idle.
+pub(crate) fn device_idle(
+    utilization: Option<(u32, u32)>,
+    enc: Option<u32>,
+    dec: Option<u32>,
+) -> bool {
+    utilization == Some((0, 0)) && enc.unwrap_or(0) == 0 && dec.unwrap_or(0) == 0
+}
+
 /// `13000` → "13.0".
 pub(crate) fn cuda_version(v: i32) -> String {
     format!(
@@ -256,6 +269,7 @@ impl Source for NvmlSource {
             num_fans: self.info.gpus.get(index).map_or(0, |g| g.num_fans),
             unsupported: 0,
             last_util_ts: None,
+            util_read: false,
             events: None,
             normal_reads: 0,
             bar1: None,
@@ -316,6 +330,9 @@ struct NvmlProbe {
     num_fans: u32,
     unsupported: u32,
     last_util_ts: Option<u64>,
+    /// Process utilisation has been read once (so whether the device
+    /// supports it is known).
+    util_read: bool,
     events: Option<Events>,
     normal_reads: u64,
     bar1: Option<nvml_wrapper::struct_wrappers::device::BAR1MemoryInfo>,
@@ -364,6 +381,7 @@ impl NvmlProbe {
     }
 
     fn proc_util(&mut self) -> Result<ProcUtilRead, ProbeError> {
+        self.util_read = true;
         let since = self.last_util_ts;
         let r = self.read(Field::ProcUtil, |d| {
             match d.process_utilization_stats(since) {
@@ -477,6 +495,24 @@ impl GpuProbe for NvmlProbe {
         } else {
             None
         };
+        let enc_util = self
+            .read(Field::Enc, |d| d.encoder_utilization())?
+            .map(|u| u.utilization);
+        let dec_util = self
+            .read(Field::Dec, |d| d.decoder_utilization())?
+            .map(|u| u.utilization);
+        let proc_util = if !with_proc_util {
+            ProcUtilRead::NotAsked
+        } else if self.util_read
+            && device_idle(util.as_ref().map(|u| (u.gpu, u.memory)), enc_util, dec_util)
+        {
+            // Nothing ran: every process's share is 0, and the read
+            // (~2 ms of CPU, the dearest of the normal lane) is skipped.
+            // (The first read is made: it tells an unsupported device.)
+            ProcUtilRead::Samples(Vec::new())
+        } else {
+            self.proc_util()?
+        };
         Ok(NormalReading {
             fast,
             bar1: self.bar1_every_tenth()?.map(|b| Bar1 {
@@ -494,17 +530,9 @@ impl GpuProbe for NvmlProbe {
             pstate: self
                 .read(Field::Pstate, |d| d.performance_state())?
                 .and_then(pstate_number),
-            enc_util: self
-                .read(Field::Enc, |d| d.encoder_utilization())?
-                .map(|u| u.utilization),
-            dec_util: self
-                .read(Field::Dec, |d| d.decoder_utilization())?
-                .map(|u| u.utilization),
-            proc_util: if with_proc_util {
-                self.proc_util()?
-            } else {
-                ProcUtilRead::NotAsked
-            },
+            enc_util,
+            dec_util,
+            proc_util,
         })
     }
 

@@ -172,3 +172,18 @@ mod fields {
         );
     }
 }
+
+#[test]
+fn process_utilisation_is_skipped_only_when_nothing_ran() {
+    assert!(device_idle(Some((0, 0)), Some(0), Some(0)));
+    // Boards without an encoder or decoder do not say: still idle.
+    assert!(device_idle(Some((0, 0)), None, None));
+    // Any engine busy: the processes' shares are read.
+    assert!(!device_idle(Some((1, 0)), Some(0), Some(0)));
+    // Copies keep the memory controller busy with no kernel running.
+    assert!(!device_idle(Some((0, 3)), Some(0), Some(0)));
+    assert!(!device_idle(Some((0, 0)), Some(5), None));
+    assert!(!device_idle(Some((0, 0)), None, Some(5)));
+    // Utilisation unknown (unsupported, or the read failed): read them.
+    assert!(!device_idle(None, Some(0), Some(0)));
+}
