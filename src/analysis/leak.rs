@@ -267,14 +267,21 @@ impl LeakDetector {
         Some(m)
     }
 
+    /// The time the closed buckets from `from` on cover, gaps included
+    /// (a bucket with no sample in it is not in `closed`).
+    fn covered_ms(&self, from: usize) -> u64 {
+        match (self.closed.get(from), self.closed.back()) {
+            (Some(first), Some(last)) => (last.index + 1 - first.index) * self.bucket_ms,
+            _ => 0,
+        }
+    }
+
     /// Whether the last `k` closed buckets show a leak (module doc).
     fn test_span(&self, k: usize, now: Millis) -> Option<LeakFlag> {
         let n = self.closed.len();
         let start = n - k;
-        let first = self.closed[start];
-        let last = self.closed[n - 1];
-        let covered = (last.index + 1 - first.index) * self.bucket_ms;
-        if covered < self.p.min_duration.as_millis() as u64 {
+        let onset = self.onset_ms?;
+        if self.covered_ms(start) < self.p.min_duration.as_millis() as u64 {
             return None;
         }
         let per = k / WINDOWS;
@@ -308,7 +315,7 @@ impl LeakDetector {
         // still add up to what `min_duration` at `min_rate` would (the
         // simulator's inference servers grow ~4-6 MiB/s after their
         // weights), which asks 4/3 of `min_rate` of a 4-bucket span.
-        let seen_s = (n - from) as f64 * self.bucket_ms as f64 / 1000.0;
+        let seen_s = self.covered_ms(from) as f64 / 1000.0;
         let need = self.p.min_rate * self.p.min_duration.as_secs_f64();
         if rate.bps < self.p.min_rate || rate.bps * seen_s < need {
             return None;
@@ -345,8 +352,7 @@ impl LeakDetector {
         }
         Some(LeakFlag {
             since_ms: now,
-            onset_ms: self.onset_ms.unwrap_or(first.t_first)
-                + self.closed[from].index * self.bucket_ms,
+            onset_ms: onset + self.closed[from].index * self.bucket_ms,
             rate,
         })
     }

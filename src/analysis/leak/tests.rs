@@ -266,3 +266,26 @@ fn bad_points_and_gaps_are_survived() {
     );
     assert!(d.flag().is_none());
 }
+
+#[test]
+fn growth_after_a_jump_is_timed_across_a_gap() {
+    // As above at 4.6 MiB/s, but no sample from 6 to 18 s after the jump
+    // (a stalled reader: a bucket goes missing). The buckets after the
+    // jump then cover four buckets' time in three: 92 MiB of growth,
+    // enough. Counted by buckets (69 MiB) the flag waited until 76 s.
+    let at = 33.0f64;
+    let mut d = LeakDetector::new(&LeakParams::default());
+    let mut raised = None;
+    let mut t = 0.0f64;
+    while t <= 150.0 && raised.is_none() {
+        let gap = t - at > 6.0 && t - at < 18.0;
+        let step = if t >= at { 40.0 * GIB } else { 0.0 };
+        let v = 30.0 * GIB + step + 4.6 * MIB * (t - at).max(0.0);
+        if !gap && d.observe(1_700_000_000_000 + (t * 1000.0) as u64, v) == Some(LeakChange::Raised)
+        {
+            raised = Some(t - at);
+        }
+        t += 1.0;
+    }
+    assert!(raised.is_some_and(|d| d <= 22.0), "{raised:?}");
+}
