@@ -230,7 +230,8 @@ pub enum Command {
         #[arg(long)]
         calls: bool,
         /// With --calls: the calls spaced out as the sampler makes them
-        /// (memory at 10 Hz, the normal lane at 1 Hz) for --seconds.
+        /// (memory at 10 Hz, the normal lane at 1 Hz, ECC and PCIe replays
+        /// every 5 s) for --seconds.
         #[arg(long, requires = "calls")]
         spaced: bool,
         #[command(flatten)]

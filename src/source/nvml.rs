@@ -165,6 +165,38 @@ pub(crate) fn latest_utilisation(
     (out, max_ts)
 }
 
+/// Where the reads of process utilisation stand on one device.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct UtilCursor {
+    /// Ask only for samples after this (unix µs, NVML's timestamps).
+    pub(crate) since: Option<u64>,
+    /// A read has succeeded: the device supports the call.
+    supported: bool,
+}
+
+impl UtilCursor {
+    /// A read succeeded; `newest` is its newest sample's timestamp.
+    pub(crate) fn read(&mut self, newest: Option<u64>) {
+        self.supported = true;
+        if newest.is_some() {
+            self.since = newest;
+        }
+    }
+
+    /// Whether this round skips the read, the device being `idle` at
+    /// `now_us`: only once a read has succeeded (a device without the call
+    /// keeps showing N/A, not 0 %). A skip moves `since` to `now_us`, so
+    /// that the next read asks only for samples after it: a sample from
+    /// before the skip is not the current figure.
+    pub(crate) fn skip(&mut self, idle: bool, now_us: u64) -> bool {
+        if !(self.supported && idle) {
+            return false;
+        }
+        self.since = Some(self.since.map_or(now_us, |t| t.max(now_us)));
+        true
+    }
+}
+
 /// Whether the device's own utilisation says nothing ran on it over its
 /// last sample period: SMs, memory controller, encoder and decoder all at
 /// 0 %, as far as the device says (`utilization` is SM and memory %). Every
@@ -268,8 +300,7 @@ impl Source for NvmlSource {
             index: index as u32,
             num_fans: self.info.gpus.get(index).map_or(0, |g| g.num_fans),
             unsupported: 0,
-            last_util_ts: None,
-            util_read: false,
+            util: UtilCursor::default(),
             events: None,
             normal_reads: 0,
             bar1: None,
@@ -329,10 +360,7 @@ struct NvmlProbe {
     index: u32,
     num_fans: u32,
     unsupported: u32,
-    last_util_ts: Option<u64>,
-    /// Process utilisation has been read once (so whether the device
-    /// supports it is known).
-    util_read: bool,
+    util: UtilCursor,
     events: Option<Events>,
     normal_reads: u64,
     bar1: Option<nvml_wrapper::struct_wrappers::device::BAR1MemoryInfo>,
@@ -381,8 +409,7 @@ impl NvmlProbe {
     }
 
     fn proc_util(&mut self) -> Result<ProcUtilRead, ProbeError> {
-        self.util_read = true;
-        let since = self.last_util_ts;
+        let since = self.util.since;
         let r = self.read(Field::ProcUtil, |d| {
             match d.process_utilization_stats(since) {
                 // No samples since `since`: nobody used the SMs.
@@ -394,9 +421,7 @@ impl NvmlProbe {
             None => ProcUtilRead::Unsupported,
             Some(samples) => {
                 let (latest, ts) = latest_utilisation(&samples);
-                if ts.is_some() {
-                    self.last_util_ts = ts;
-                }
+                self.util.read(ts);
                 ProcUtilRead::Samples(latest)
             }
         })
@@ -503,12 +528,12 @@ impl GpuProbe for NvmlProbe {
             .map(|u| u.utilization);
         let proc_util = if !with_proc_util {
             ProcUtilRead::NotAsked
-        } else if self.util_read
-            && device_idle(util.as_ref().map(|u| (u.gpu, u.memory)), enc_util, dec_util)
-        {
-            // Nothing ran: every process's share is 0, and the read
-            // (~2 ms of CPU, the dearest of the normal lane) is skipped.
-            // (The first read is made: it tells an unsupported device.)
+        } else if self.util.skip(
+            device_idle(util.as_ref().map(|u| (u.gpu, u.memory)), enc_util, dec_util),
+            crate::model::now_ms().saturating_mul(1000),
+        ) {
+            // Nothing ran: every process's share is 0, and the read (~2 ms
+            // of CPU, the dearest of the normal lane) is skipped.
             ProcUtilRead::Samples(Vec::new())
         } else {
             self.proc_util()?

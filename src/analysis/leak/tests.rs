@@ -269,7 +269,8 @@ fn bad_points_and_gaps_are_survived() {
 
 #[test]
 fn growth_after_a_jump_is_timed_across_a_gap() {
-    // As above at 4.6 MiB/s, but no sample from 6 to 18 s after the jump
+    // As in `growth_after_a_jump_must_add_up_to_the_minimum_duration`
+    // at 4.6 MiB/s, but no sample from 6 to 18 s after the jump
     // (a stalled reader: a bucket goes missing). The buckets after the
     // jump then cover four buckets' time in three: 92 MiB of growth,
     // enough. Counted by buckets (69 MiB) the flag waited until 76 s.

@@ -115,8 +115,8 @@ pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
     Ok(out)
 }
 
-/// The same calls as the sampler makes them, spaced out (for
-/// `bench-sampler --calls --spaced SECONDS`): device memory ten times a
+/// Most of the sampler's calls as it makes them, spaced out (for
+/// `bench-sampler --calls --spaced --seconds N`): device memory ten times a
 /// second, the normal lane's calls once a second (process utilisation with
 /// the last sample's timestamp, as the probe asks), the slow lane's every
 /// fifth second; each call timed on its own. Back to back (`call_costs`)

@@ -174,6 +174,28 @@ mod fields {
 }
 
 #[test]
+fn an_idle_round_skips_the_read_only_where_a_read_has_succeeded() {
+    let mut c = UtilCursor::default();
+    // Nothing read yet (or only unsupported answers): never skipped, so a
+    // device without the call shows N/A, not 0 %.
+    assert!(!c.skip(true, 5_000_000));
+    assert_eq!(c.since, None);
+    c.read(Some(4_000_000));
+    assert_eq!(c.since, Some(4_000_000));
+    assert!(!c.skip(false, 6_000_000), "busy: read");
+    assert_eq!(c.since, Some(4_000_000));
+    // Idle: skipped, and the next read asks for samples after the skip.
+    assert!(c.skip(true, 6_000_000));
+    assert_eq!(c.since, Some(6_000_000));
+    // A read with no sample keeps the cursor where it is.
+    c.read(None);
+    assert_eq!(c.since, Some(6_000_000));
+    // Never backwards.
+    assert!(c.skip(true, 5_500_000));
+    assert_eq!(c.since, Some(6_000_000));
+}
+
+#[test]
 fn process_utilisation_is_skipped_only_when_nothing_ran() {
     assert!(device_idle(Some((0, 0)), Some(0), Some(0)));
     // Boards without an encoder or decoder do not say: still idle.
