@@ -293,30 +293,39 @@ impl Assembler {
 
 /// Reads every lane of every GPU once, each GPU on its own thread, plus
 /// host facts: what `vramwatch snapshot` prints. CPU % of the processes is
-/// measured over at least `cpu_window`.
+/// measured over at least `cpu_window`, which starts as soon as every GPU
+/// has listed its processes and runs while the rest is read (PCIe
+/// throughput alone samples the link for ~40 ms).
 pub fn sample_once(source: &dyn Source, cpu_window: Duration) -> Snapshot {
     let n = source.system().gpus.len();
     let mut host = source.host_facts();
     let t = now_ms();
+    let (listed, lists) = std::sync::mpsc::channel::<Vec<u32>>();
     let handles: Vec<_> = (0..n)
         .map(|i| {
             let mut probe = source.probe(i);
+            let listed = listed.clone();
             thread::spawn(move || {
                 let first = probe.fast(t);
+                let pids = first.as_ref().map_or_else(
+                    |_| Vec::new(),
+                    |f| f.procs.iter().map(|p| p.pid).collect(),
+                );
+                let _ = listed.send(pids);
                 let normal = probe.normal(t, true);
                 let slow = probe.slow(t, SlowDue::ALL);
-                (first, normal, slow)
+                (normal, slow)
             })
         })
         .collect();
+    drop(listed);
+    // Every GPU's list (a reader that died sends none: the channel closes).
+    let pids: Vec<u32> = lists.iter().take(n).flatten().collect();
+    let window = host.prime(&pids).then(std::time::Instant::now);
     let mut asm = Assembler::new(n);
-    let mut pids = Vec::new();
     for (i, h) in handles.into_iter().enumerate() {
         match h.join() {
-            Ok((first, normal, slow)) => {
-                if let Ok(f) = &first {
-                    pids.extend(f.procs.iter().map(|p| p.pid));
-                }
+            Ok((normal, slow)) => {
                 asm.fold_normal(i, normal);
                 asm.fold_slow(i, slow);
             }
@@ -330,8 +339,8 @@ pub fn sample_once(source: &dyn Source, cpu_window: Duration) -> Snapshot {
         }
     }
     let mut snap = asm.publish(0, t);
-    if host.prime(&pids) {
-        thread::sleep(cpu_window);
+    if let Some(start) = window {
+        thread::sleep(cpu_window.saturating_sub(start.elapsed()));
     }
     host.enrich(t, &mut snap.procs, true);
     snap
