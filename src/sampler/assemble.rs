@@ -307,11 +307,11 @@ pub fn sample_once(source: &dyn Source, cpu_window: Duration) -> Snapshot {
             let listed = listed.clone();
             thread::spawn(move || {
                 let first = probe.fast(t);
-                let pids = first.as_ref().map_or_else(
-                    |_| Vec::new(),
-                    |f| f.procs.iter().map(|p| p.pid).collect(),
-                );
+                let pids = first
+                    .as_ref()
+                    .map_or_else(|_| Vec::new(), |f| f.procs.iter().map(|p| p.pid).collect());
                 let _ = listed.send(pids);
+                drop(listed);
                 let normal = probe.normal(t, true);
                 let slow = probe.slow(t, SlowDue::ALL);
                 (normal, slow)
@@ -321,7 +321,8 @@ pub fn sample_once(source: &dyn Source, cpu_window: Duration) -> Snapshot {
     drop(listed);
     // Every GPU's list (a reader that died sends none: the channel closes).
     let pids: Vec<u32> = lists.iter().take(n).flatten().collect();
-    let window = host.prime(&pids).then(std::time::Instant::now);
+    // No process: no CPU % to measure, no window to wait for.
+    let window = (!pids.is_empty() && host.prime(&pids)).then(std::time::Instant::now);
     let mut asm = Assembler::new(n);
     for (i, h) in handles.into_iter().enumerate() {
         match h.join() {

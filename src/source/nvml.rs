@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, PcieUtilCounter, PerformanceState, TemperatureSensor,
@@ -168,31 +169,42 @@ pub(crate) fn latest_utilisation(
 /// Where the reads of process utilisation stand on one device.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct UtilCursor {
-    /// Ask only for samples after this (unix µs, NVML's timestamps).
+    /// Ask only for samples after this (the driver's timestamps, µs).
     pub(crate) since: Option<u64>,
     /// A read has succeeded: the device supports the call.
     supported: bool,
+    /// The newest sample seen and when it was read: the driver's clock
+    /// (documented only as microseconds) tied to this process's, so that
+    /// a skip can move the cursor without assuming which clock it is.
+    anchor: Option<(u64, Instant)>,
 }
 
 impl UtilCursor {
-    /// A read succeeded; `newest` is its newest sample's timestamp.
-    pub(crate) fn read(&mut self, newest: Option<u64>) {
+    /// A read succeeded at `at`; `newest` is its newest sample's timestamp.
+    pub(crate) fn read(&mut self, newest: Option<u64>, at: Instant) {
         self.supported = true;
-        if newest.is_some() {
-            self.since = newest;
+        if let Some(ts) = newest {
+            self.since = Some(self.since.map_or(ts, |t| t.max(ts)));
+            self.anchor = Some((ts, at));
         }
     }
 
-    /// Whether this round skips the read, the device being `idle` at
-    /// `now_us`: only once a read has succeeded (a device without the call
-    /// keeps showing N/A, not 0 %). A skip moves `since` to `now_us`, so
-    /// that the next read asks only for samples after it: a sample from
-    /// before the skip is not the current figure.
-    pub(crate) fn skip(&mut self, idle: bool, now_us: u64) -> bool {
+    /// Whether this round, at `now`, skips the read, the device being
+    /// `idle`: only once a read has succeeded (a device without the call
+    /// keeps showing N/A, not 0 %). A skip moves `since` to the driver's
+    /// "now" (the newest sample seen plus the time since it was read), so
+    /// that the next read asks only for samples after the skip: a sample
+    /// from before it is not the current figure.
+    pub(crate) fn skip(&mut self, idle: bool, now: Instant) -> bool {
         if !(self.supported && idle) {
             return false;
         }
-        self.since = Some(self.since.map_or(now_us, |t| t.max(now_us)));
+        if let Some((ts, at)) = self.anchor {
+            let us =
+                u64::try_from(now.saturating_duration_since(at).as_micros()).unwrap_or(u64::MAX);
+            let driver_now = ts.saturating_add(us);
+            self.since = Some(self.since.map_or(driver_now, |t| t.max(driver_now)));
+        }
         true
     }
 }
@@ -421,7 +433,7 @@ impl NvmlProbe {
             None => ProcUtilRead::Unsupported,
             Some(samples) => {
                 let (latest, ts) = latest_utilisation(&samples);
-                self.util.read(ts);
+                self.util.read(ts, Instant::now());
                 ProcUtilRead::Samples(latest)
             }
         })
@@ -530,7 +542,7 @@ impl GpuProbe for NvmlProbe {
             ProcUtilRead::NotAsked
         } else if self.util.skip(
             device_idle(util.as_ref().map(|u| (u.gpu, u.memory)), enc_util, dec_util),
-            crate::model::now_ms().saturating_mul(1000),
+            Instant::now(),
         ) {
             // Nothing ran: every process's share is 0, and the read (~2 ms
             // of CPU, the dearest of the normal lane) is skipped.

@@ -175,24 +175,44 @@ mod fields {
 
 #[test]
 fn an_idle_round_skips_the_read_only_where_a_read_has_succeeded() {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
     let mut c = UtilCursor::default();
     // Nothing read yet (or only unsupported answers): never skipped, so a
     // device without the call shows N/A, not 0 %.
-    assert!(!c.skip(true, 5_000_000));
+    assert!(!c.skip(true, at(1)));
     assert_eq!(c.since, None);
-    c.read(Some(4_000_000));
+    // The driver's clock, whatever its epoch: here 4 s at t0.
+    c.read(Some(4_000_000), at(0));
     assert_eq!(c.since, Some(4_000_000));
-    assert!(!c.skip(false, 6_000_000), "busy: read");
+    assert!(!c.skip(false, at(2)), "busy: read");
     assert_eq!(c.since, Some(4_000_000));
-    // Idle: skipped, and the next read asks for samples after the skip.
-    assert!(c.skip(true, 6_000_000));
+    // Idle 2 s after that read: skipped, and the next read asks for
+    // samples after the skip, in the driver's clock.
+    assert!(c.skip(true, at(2)));
     assert_eq!(c.since, Some(6_000_000));
     // A read with no sample keeps the cursor where it is.
-    c.read(None);
+    c.read(None, at(3));
     assert_eq!(c.since, Some(6_000_000));
-    // Never backwards.
-    assert!(c.skip(true, 5_500_000));
+    // A later read's sample moves it; an older one does not.
+    c.read(Some(5_000_000), at(3));
     assert_eq!(c.since, Some(6_000_000));
+    c.read(Some(7_000_000), at(4));
+    assert_eq!(c.since, Some(7_000_000));
+    assert!(c.skip(true, at(5)));
+    assert_eq!(c.since, Some(8_000_000));
+}
+
+#[test]
+fn a_skip_before_any_sample_leaves_the_cursor() {
+    use std::time::Instant;
+    let mut c = UtilCursor::default();
+    // A read that found no sample (an idle device from the start): the
+    // driver's clock is not known yet, so a skip asks for every sample.
+    c.read(None, Instant::now());
+    assert!(c.skip(true, Instant::now()));
+    assert_eq!(c.since, None);
 }
 
 #[test]
