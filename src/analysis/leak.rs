@@ -29,8 +29,9 @@
 //!    allocated at once, or loaded over a few seconds) is not growth. In the
 //!    first rise it is set aside: the rate is taken from the second window
 //!    on and, over the time those three windows cover (a bucket a gap left
-//!    out included), must add up to `min_rate` × `min_duration`, and the last rise must be at least the one before (a
-//!    fill slowing down at any pace fails). In a later rise the span waits
+//!    out included), must add up to `min_rate` × `min_duration`, and the
+//!    last rise must be at least the one before (a fill slowing down at any
+//!    pace fails). In a later rise the span waits
 //!    for the next one. So a leak that starts with a jump is flagged
 //!    `leak_min_duration` after the jump where its rises hold steady and it
 //!    grows at 4/3 of `min_rate` or more; otherwise after the next bucket
