@@ -1,6 +1,7 @@
 //! NVML helpers that need no GPU: merging, utilisation samples, errors.
 
 use super::*;
+use nvml_wrapper::struct_wrappers::device::ProcessUtilizationSample;
 
 fn pi(pid: u32, mem: Option<u64>) -> ProcessInfo {
     ProcessInfo {
