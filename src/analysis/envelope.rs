@@ -582,4 +582,4 @@ mod rises;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use rises::Rises;
+pub(crate) use rises::{Confirm, Rises};

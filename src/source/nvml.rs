@@ -337,7 +337,8 @@ impl NvmlProbe {
         }
     }
 
-    fn proc_util(&mut self) -> Result<ProcUtilRead, ProbeError> {
+    /// Reads the processes' utilisation (at `now`, for the cursor).
+    fn proc_util(&mut self, now: Instant) -> Result<ProcUtilRead, ProbeError> {
         let since = self.util.since;
         let r = self.read(Field::ProcUtil, |d| {
             match d.process_utilization_stats(since) {
@@ -350,7 +351,7 @@ impl NvmlProbe {
             None => ProcUtilRead::Unsupported,
             Some(samples) => {
                 let (latest, ts) = latest_utilisation(&samples);
-                self.util.read(ts, Instant::now());
+                self.util.read(ts, now);
                 ProcUtilRead::Samples(latest)
             }
         })
@@ -455,17 +456,18 @@ impl GpuProbe for NvmlProbe {
         let dec_util = self
             .read(Field::Dec, |d| d.decoder_utilization())?
             .map(|u| u.utilization);
-        let proc_util = if !with_proc_util {
-            ProcUtilRead::NotAsked
-        } else if self.util.skip(
-            device_idle(util.as_ref().map(|u| (u.gpu, u.memory)), enc_util, dec_util),
-            Instant::now(),
-        ) {
-            // Nothing ran: every process's share is 0, and the read (~2 ms
-            // of CPU, the dearest of the normal lane) is skipped.
-            ProcUtilRead::Samples(Vec::new())
+        let proc_util = if with_proc_util {
+            let now = Instant::now();
+            let idle = device_idle(util.as_ref().map(|u| (u.gpu, u.memory)), enc_util, dec_util);
+            if self.util.skip(idle, now) {
+                // Nothing ran: every process's share is 0, and the read
+                // (~2 ms of CPU, the dearest of the normal lane) is skipped.
+                ProcUtilRead::Samples(Vec::new())
+            } else {
+                self.proc_util(now)?
+            }
         } else {
-            self.proc_util()?
+            ProcUtilRead::NotAsked
         };
         Ok(NormalReading {
             fast,

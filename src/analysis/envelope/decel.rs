@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Envelope, EnvelopeParams, Point, theil_sen};
+use super::{Confirm, Envelope, EnvelopeParams, Point, theil_sen};
 use crate::analysis::slope::Rate;
 use crate::model::MemInfo;
 
@@ -40,14 +40,13 @@ impl Envelope {
         let first = judged.clone().next()?.t;
         let span_s = last.saturating_sub(first) as f64 / 1000.0;
         let mut fallen = 0.0;
-        let mut before: Option<f64> = None;
+        let mut confirm = Confirm::default();
         let mut prev: Option<f64> = None;
         let rises: VecDeque<Point> = judged
             .map(|q| {
                 // Each reading as the lower of it and the one before (one at
                 // a tooth's top would add its whole fall).
-                let used = before.map_or(q.used, |b| q.used.min(b));
-                before = Some(q.used);
+                let used = confirm.next(q.used);
                 fallen += prev.map_or(0.0, |v| (v - used).max(0.0));
                 prev = Some(used);
                 Point {

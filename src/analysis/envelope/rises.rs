@@ -16,11 +16,26 @@ use crate::model::Millis;
 /// two counts): one caught at the top of a transient a sample long (an
 /// `empty_cache()` sawtooth's tooth) is not growth, and taken as the high
 /// it would hide the growth until the baseline passed it.
+/// A reading as high as the next one confirms: the lower of each reading
+/// and the one before it (the rule [`Rises`] and the deceleration test
+/// share).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Confirm {
+    prev: Option<f64>,
+}
+
+impl Confirm {
+    /// The previous reading as `v` confirms it (the first reading as is).
+    pub(crate) fn next(&mut self, v: f64) -> f64 {
+        self.prev.replace(v).map_or(v, |p| p.min(v))
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Rises {
     high: f64,
     /// The previous reading, which the next one confirms.
-    prev: Option<f64>,
+    confirm: Confirm,
     /// Times of the recent new highs, oldest first.
     times: VecDeque<Millis>,
 }
@@ -35,7 +50,7 @@ impl Rises {
     /// by more than `tol` above the last new high is a new high (slow
     /// growth adds up to one).
     pub(crate) fn observe(&mut self, t_ms: Millis, v: f64, tol: f64) {
-        let v = self.prev.replace(v).map_or(v, |p| p.min(v));
+        let v = self.confirm.next(v);
         if self.times.is_empty() || v > self.high + tol {
             self.times.push_back(t_ms);
             if self.times.len() > Self::KEEP {
@@ -49,7 +64,7 @@ impl Rises {
     pub(crate) fn clear(&mut self) {
         self.times.clear();
         self.high = 0.0;
-        self.prev = None;
+        self.confirm = Confirm::default();
     }
 
     /// Whether the series is still rising at `t_ms`.

@@ -24,26 +24,55 @@ fn thread_cpu_us() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// What each NVML call costs on GPU `index` (for `bench-sampler --calls`):
-/// thread CPU time and wall time per call.
-pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
-    let nvml = nvml()?;
-    let d = nvml.device_by_index(index).map_err(init_error)?;
-    let mut out = Vec::new();
-    let mut time = |call: &'static str, calls: u32, f: &mut dyn FnMut() -> bool| {
+/// CPU and wall time per kind of call, summed over every time it is timed.
+#[derive(Default)]
+struct Tally(Vec<CallCost>);
+
+impl Tally {
+    /// Times `calls` calls of `f` in a row, added to `call`'s totals.
+    fn time(&mut self, call: &'static str, calls: u32, f: &mut dyn FnMut() -> bool) {
         let (c0, w0) = (thread_cpu_us(), std::time::Instant::now());
         let mut ok = true;
         for _ in 0..calls {
             ok &= f();
         }
-        out.push(CallCost {
-            call,
-            calls,
-            cpu_us: (thread_cpu_us() - c0) / calls as f64,
-            wall_us: w0.elapsed().as_secs_f64() * 1e6 / calls as f64,
-            ok,
-        });
-    };
+        let (cpu_us, wall_us) = (thread_cpu_us() - c0, w0.elapsed().as_secs_f64() * 1e6);
+        match self.0.iter_mut().find(|r| r.call == call) {
+            Some(r) => {
+                r.calls += calls;
+                r.cpu_us += cpu_us;
+                r.wall_us += wall_us;
+                r.ok &= ok;
+            }
+            None => self.0.push(CallCost {
+                call,
+                calls,
+                cpu_us,
+                wall_us,
+                ok,
+            }),
+        }
+    }
+
+    /// The averages per call, in the order first timed.
+    fn into_costs(self) -> Vec<CallCost> {
+        let mut out = self.0;
+        for r in &mut out {
+            let n = f64::from(r.calls.max(1));
+            r.cpu_us /= n;
+            r.wall_us /= n;
+        }
+        out
+    }
+}
+
+/// What each NVML call costs on GPU `index` (for `bench-sampler --calls`):
+/// thread CPU time and wall time per call.
+pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
+    let nvml = nvml()?;
+    let d = nvml.device_by_index(index).map_err(init_error)?;
+    let mut tally = Tally::default();
+    let mut time = |call, calls, f: &mut dyn FnMut() -> bool| tally.time(call, calls, f);
     time("memory_info (v2)", 50, &mut || d.memory_info().is_ok());
     time("running_compute_processes", 50, &mut || {
         d.running_compute_processes().is_ok()
@@ -112,7 +141,7 @@ pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
         d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
             .is_ok()
     });
-    Ok(out)
+    Ok(tally.into_costs())
 }
 
 /// Most of the sampler's calls as it makes them, spaced out (for
@@ -126,21 +155,8 @@ pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
 pub(crate) fn spaced_costs(index: u32, seconds: u64) -> Result<Vec<CallCost>, SourceError> {
     let nvml = nvml()?;
     let d = nvml.device_by_index(index).map_err(init_error)?;
-    let mut rows: Vec<(&'static str, u32, f64, f64, bool)> = Vec::new();
-    let mut time = |call: &'static str, f: &mut dyn FnMut() -> bool| {
-        let (c0, w0) = (thread_cpu_us(), std::time::Instant::now());
-        let ok = f();
-        let (cpu, wall) = (thread_cpu_us() - c0, w0.elapsed().as_secs_f64() * 1e6);
-        match rows.iter_mut().find(|r| r.0 == call) {
-            Some(r) => {
-                r.1 += 1;
-                r.2 += cpu;
-                r.3 += wall;
-                r.4 &= ok;
-            }
-            None => rows.push((call, 1, cpu, wall, ok)),
-        }
-    };
+    let mut tally = Tally::default();
+    let mut time = |call, f: &mut dyn FnMut() -> bool| tally.time(call, 1, f);
     let ticks = seconds.max(1) * 10;
     let (c0, w0) = (thread_cpu_us(), std::time::Instant::now());
     let mut last = None;
@@ -210,16 +226,7 @@ pub(crate) fn spaced_costs(index: u32, seconds: u64) -> Result<Vec<CallCost>, So
             d.pcie_replay_counter().is_ok()
         });
     }
-    let mut out: Vec<CallCost> = rows
-        .into_iter()
-        .map(|(call, calls, cpu, wall, ok)| CallCost {
-            call,
-            calls,
-            cpu_us: cpu / f64::from(calls),
-            wall_us: wall / f64::from(calls),
-            ok,
-        })
-        .collect();
+    let mut out = tally.into_costs();
     out.push(CallCost {
         call: "(whole loop)",
         calls: 1,
