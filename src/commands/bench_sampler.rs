@@ -2,8 +2,9 @@
 //! raw cost of the NVML calls it makes, measured in one run, on the
 //! current schedule (the config's, with `--interval`).
 //!
-//! Process utilisation, the most expensive call, is read every interval
-//! while it is on screen and every `proc_util_interval` otherwise
+//! Process utilisation, the most expensive call, is read every
+//! `proc_util_shown_interval` while it is on screen and every
+//! `proc_util_interval` otherwise
 //! (`sampler::OnScreen`), so both cadences are measured, one after
 //! the other: `hidden` (`record`, `serve`, the dashboard without its SM%
 //! column) and `shown` (the dashboard with SM% or a drill-down on screen).
@@ -20,7 +21,7 @@ use nix::sys::resource::{UsageWho, getrusage};
 
 use crate::model::now_ms;
 use crate::sampler::counting::CountingSource;
-use crate::sampler::{OnScreen, Sampler, Schedule, UtilCadence};
+use crate::sampler::{OnScreen, Sampler, Schedule};
 use crate::source::Source;
 
 /// This process's resident memory (VmRSS), KiB.
@@ -163,7 +164,7 @@ fn raw_calls(source: &dyn Source, schedule: Schedule, wanted: bool, run: Duratio
     let n = source.system().gpus.len();
     let mut main: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
     let mut slow: Vec<_> = (0..n).map(|i| source.probe(i)).collect();
-    let mut util = vec![UtilCadence::new(schedule.proc_util_every()); n];
+    let mut util = vec![schedule.proc_util_cadence(); n];
     let start = Instant::now();
     let cpu0 = cpu_seconds();
     let mut normal_clock = LaneClock::new(start, Some(schedule.interval));
@@ -367,6 +368,7 @@ mod tests {
             interval: Duration::from_millis(100),
             // Every fifth round while not on screen.
             proc_util: Duration::from_millis(500),
+            proc_util_shown: Duration::from_millis(100),
             ..Default::default()
         };
         let c = run(&open, schedule, 1).unwrap();

@@ -249,8 +249,8 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
             && app.history().is_empty()
             && tokio::time::Instant::now() < first_by;
         if let Some(hub) = &hooks.hub {
-            // Process utilisation and host facts are read every interval
-            // only while shown.
+            // Process utilisation and host facts are read more often while
+            // shown (`sampler::UtilCadence`).
             hub.on_screen.set_util(app.shows_proc_util());
             hub.on_screen.set_host(app.shows_host_facts());
         }

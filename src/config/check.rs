@@ -215,6 +215,30 @@ impl Validator<'_> {
         }
     }
 
+    /// A process-utilisation period `[sampling] key`: 100 ms ..= 1 h and
+    /// not shorter than `interval` (unset: `default`, or `interval` where
+    /// that is longer).
+    fn util_period(
+        &mut self,
+        key: &str,
+        f: &S<Text<DurationKind>>,
+        default: Duration,
+        interval: &Got<Duration>,
+    ) -> Got<Duration> {
+        let label = format!("[sampling] {key}");
+        let got = self.duration(&label, f, default.max(interval.value), 100 * MS..=HOUR);
+        if got.span.is_some() && got.value < interval.value && !interval.failed {
+            let ps = self.shown(&got, |v| format_duration(*v));
+            let is = self.shown(interval, |v| format!("\"{}\"", format_duration(*v)));
+            let msg = format!(
+                "{label} = {ps} must not be shorter than interval = {is} {}",
+                self.origin(interval)
+            );
+            self.bad(got.span.clone(), msg);
+        }
+        got
+    }
+
     fn duration_or_off(
         &mut self,
         label: &str,
@@ -339,21 +363,18 @@ impl Validator<'_> {
             d.energy_interval,
             SEC..=HOUR,
         );
-        let proc_util = self.duration(
-            "[sampling] proc_util_interval",
+        let proc_util = self.util_period(
+            "proc_util_interval",
             &r.proc_util_interval,
-            d.proc_util_interval.max(interval.value),
-            100 * MS..=HOUR,
+            d.proc_util_interval,
+            &interval,
         );
-        if proc_util.span.is_some() && proc_util.value < interval.value && !interval.failed {
-            let ps = self.shown(&proc_util, |v| format_duration(*v));
-            let is = self.shown(&interval, |v| format!("\"{}\"", format_duration(*v)));
-            let msg = format!(
-                "[sampling] proc_util_interval = {ps} must not be shorter than interval = {is} {}",
-                self.origin(&interval)
-            );
-            self.bad(proc_util.span.clone(), msg);
-        }
+        let proc_util_shown = self.util_period(
+            "proc_util_shown_interval",
+            &r.proc_util_shown_interval,
+            d.proc_util_shown_interval,
+            &interval,
+        );
         let history = self.duration(
             "[sampling] history",
             &r.history,
@@ -373,6 +394,7 @@ impl Validator<'_> {
             pcie_interval: pcie.value,
             energy_interval: energy.value,
             proc_util_interval: proc_util.value,
+            proc_util_shown_interval: proc_util_shown.value,
             history: history.value,
             exited_keep: exited_keep.value,
         };

@@ -93,8 +93,11 @@ pub struct Sampling {
     /// on an H200), `None` = off; 1 s ..= 1 h, rounded to whole slow-lane
     /// periods.
     pub energy_interval: Option<Duration>,
-    /// Process utilisation period, interval ..= 1 h.
+    /// Process utilisation period while not on screen, interval ..= 1 h.
     pub proc_util_interval: Duration,
+    /// Process utilisation period while on screen (the SM% column or a
+    /// drill-down), interval ..= 1 h; at most `proc_util_interval`.
+    pub proc_util_shown_interval: Duration,
     /// How much history is kept, 1 min ..= 7 days.
     pub history: Duration,
     /// How long an exited process stays listed (dimmed), 0 ..= 1 h.
@@ -110,6 +113,7 @@ impl Default for Sampling {
             pcie_interval: Some(Duration::from_secs(30)),
             energy_interval: Some(Duration::from_secs(30)),
             proc_util_interval: Duration::from_secs(5),
+            proc_util_shown_interval: Duration::from_secs(2),
             history: Duration::from_secs(3600),
             exited_keep: Duration::from_secs(300),
         }
@@ -126,6 +130,7 @@ impl Config {
             s.interval = i;
             s.fast_interval = s.fast_interval.map(|f| f.min(i));
             s.proc_util_interval = s.proc_util_interval.max(i);
+            s.proc_util_shown_interval = s.proc_util_shown_interval.max(i);
             self.alerts.burst_interval = self.alerts.burst_interval.min(i);
         }
         self
@@ -141,6 +146,7 @@ impl Config {
             pcie: s.pcie_interval,
             energy: s.energy_interval,
             proc_util: s.proc_util_interval,
+            proc_util_shown: s.proc_util_shown_interval,
             burst: self
                 .alerts
                 .burst_level

@@ -35,6 +35,7 @@ pub(crate) struct RawSampling {
     pub pcie_interval: S<Text<DurationOrOffKind>>,
     pub energy_interval: S<Text<DurationOrOffKind>>,
     pub proc_util_interval: S<Text<DurationKind>>,
+    pub proc_util_shown_interval: S<Text<DurationKind>>,
     pub history: S<Text<DurationKind>>,
     pub exited_keep: S<Text<DurationKind>>,
 }

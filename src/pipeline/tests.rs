@@ -17,6 +17,7 @@ fn start(scenario: &str, interval_ms: u64) -> Pipeline {
             pcie: None,
             energy: None,
             proc_util: Duration::from_millis(interval_ms),
+            proc_util_shown: Duration::from_millis(interval_ms),
             burst: None,
         },
         AnalysisConfig::default(),

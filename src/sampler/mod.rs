@@ -9,8 +9,9 @@
 //! snapshot leaves with a `seq` greater than the one before, and
 //! [`events::diff_events`] always compares a snapshot with the one just
 //! before it. Process utilisation, the most expensive call, is read every
-//! interval only while it is on screen ([`OnScreen`]), else every
-//! `proc_util` ([`schedule::UtilCadence`]); so are host CPU % and RSS.
+//! `proc_util_shown` (2 s) while it is on screen ([`OnScreen`]), else every
+//! `proc_util` (5 s) ([`schedule::UtilCadence`]); host CPU % and RSS every
+//! interval while on screen, else every `proc_util`.
 
 pub(crate) mod assemble;
 pub(crate) mod counting;
@@ -41,7 +42,8 @@ pub struct Sampler {
     pub system: Arc<SystemInfo>,
     pub schedule: Schedule,
     /// Set it while process utilisation or host facts are on screen: they
-    /// are then read every interval rather than every `schedule.proc_util`.
+    /// are then read every `schedule.proc_util_shown` and every interval
+    /// rather than every `schedule.proc_util`.
     pub on_screen: OnScreen,
     _stop: watch::Sender<bool>,
 }
@@ -103,8 +105,10 @@ impl Sampler {
         let host = HostStage::new(spawn_host(source.host_facts(), reply_tx));
         let run = Run {
             schedule,
-            util: vec![UtilCadence::new(schedule.proc_util_every()); n],
-            host_facts: UtilCadence::new(schedule.proc_util_every()),
+            util: vec![schedule.proc_util_cadence(); n],
+            // Host facts are cheap (a few `/proc` reads): every round on
+            // screen.
+            host_facts: UtilCadence::new(schedule.proc_util_every(), 1),
             wanted: on_screen.clone(),
             main,
             slow,

@@ -25,9 +25,11 @@ pub struct Schedule {
     pub energy: Option<Duration>,
     /// Process utilisation period while nobody looks at it (rounded to
     /// whole intervals): `record`, `serve`, the dashboard without its SM%
-    /// column. While it is on screen ([`OnScreen`]) it is read every
-    /// interval instead.
+    /// column.
     pub proc_util: Duration,
+    /// Process utilisation period while it is on screen ([`OnScreen`]),
+    /// rounded to whole intervals; never longer than `proc_util`.
+    pub proc_util_shown: Duration,
     /// Burst sampling: from this memory % the fast lane runs at this period.
     pub burst: Option<(f64, Duration)>,
 }
@@ -41,6 +43,7 @@ impl Default for Schedule {
             pcie: Some(Duration::from_secs(30)),
             energy: Some(Duration::from_secs(30)),
             proc_util: Duration::from_secs(5),
+            proc_util_shown: Duration::from_secs(2),
             burst: Some((90.0, Duration::from_millis(50))),
         }
     }
@@ -73,10 +76,28 @@ impl Schedule {
         Some(((period.as_millis() / slow.as_millis().max(1)) as u64).max(1))
     }
 
-    /// Normal rounds between two process-utilisation reads (at least 1).
+    /// Normal rounds between two process-utilisation reads while it is
+    /// not on screen (at least 1).
     pub fn proc_util_every(&self) -> u64 {
-        let n = self.proc_util.as_millis() / self.interval.as_millis().max(1);
+        self.rounds_of(self.proc_util)
+    }
+
+    /// Normal rounds between two process-utilisation reads while it is on
+    /// screen (at least 1, at most [`Schedule::proc_util_every`]).
+    pub fn proc_util_shown_every(&self) -> u64 {
+        self.rounds_of(self.proc_util_shown)
+            .min(self.proc_util_every())
+    }
+
+    /// `period` in whole normal rounds, at least one.
+    fn rounds_of(&self, period: Duration) -> u64 {
+        let n = period.as_millis() / self.interval.as_millis().max(1);
         (n as u64).max(1)
+    }
+
+    /// The cadence of one GPU's process-utilisation reads.
+    pub(crate) fn proc_util_cadence(&self) -> UtilCadence {
+        UtilCadence::new(self.proc_util_every(), self.proc_util_shown_every())
     }
 }
 
@@ -118,31 +139,34 @@ impl OnScreen {
 
 /// When one GPU's process utilisation is read (the expensive call:
 /// docs/benchmarks.md), or the host's CPU % and RSS of the processes: at
-/// the first round; then at every round while it is wanted, else once
-/// every `every` rounds ([`Schedule::proc_util_every`]).
-/// A round after it becomes wanted reads it at once; until then the last
+/// the first round; then once every `shown` rounds while it is wanted
+/// ([`Schedule::proc_util_shown_every`]), else once every `every` rounds
+/// ([`Schedule::proc_util_every`]). A round after it becomes wanted reads
+/// it as soon as the last read is `shown` rounds old; until then the last
 /// figures stay on screen as they are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct UtilCadence {
     every: u64,
+    shown: u64,
     /// The round of the last read sent with process utilisation.
     last: Option<u64>,
 }
 
 impl UtilCadence {
-    pub(crate) fn new(every: u64) -> UtilCadence {
+    pub(crate) fn new(every: u64, shown: u64) -> UtilCadence {
+        let every = every.max(1);
         UtilCadence {
-            every: every.max(1),
+            every,
+            shown: shown.clamp(1, every),
             last: None,
         }
     }
 
     /// Whether round `round`'s read should include process utilisation.
     pub(crate) fn due(&self, round: u64, wanted: bool) -> bool {
-        wanted
-            || self
-                .last
-                .is_none_or(|last| round.saturating_sub(last) >= self.every)
+        let every = if wanted { self.shown } else { self.every };
+        self.last
+            .is_none_or(|last| round.saturating_sub(last) >= every)
     }
 
     /// Round `round`'s read went out with process utilisation. (A read that
@@ -185,7 +209,12 @@ mod tests {
     /// The rounds out of `rounds` whose read includes process utilisation,
     /// `wanted(round)` saying whether it is on screen then.
     fn reads(every: u64, rounds: u64, wanted: impl Fn(u64) -> bool) -> Vec<u64> {
-        let mut c = UtilCadence::new(every);
+        reads_shown(every, 1, rounds, wanted)
+    }
+
+    /// As [`reads`], read every `shown` rounds while on screen.
+    fn reads_shown(every: u64, shown: u64, rounds: u64, wanted: impl Fn(u64) -> bool) -> Vec<u64> {
+        let mut c = UtilCadence::new(every, shown);
         let mut out = Vec::new();
         for r in 0..rounds {
             if c.due(r, wanted(r)) {
@@ -197,8 +226,28 @@ mod tests {
     }
 
     #[test]
-    fn process_utilisation_on_screen_is_read_every_round() {
+    fn process_utilisation_on_screen_is_read_every_shown_interval() {
         assert_eq!(reads(5, 6, |_| true), vec![0, 1, 2, 3, 4, 5]);
+        let s = Schedule::default();
+        assert_eq!(
+            s.proc_util_shown_every(),
+            2,
+            "the default: every 2 s at 1 s"
+        );
+        assert_eq!(reads_shown(5, 2, 7, |_| true), vec![0, 2, 4, 6]);
+        // Shown from round 3, three rounds after the last read: read at
+        // once, then every second round.
+        assert_eq!(reads_shown(5, 2, 9, |r| r >= 3), vec![0, 3, 5, 7]);
+        // Shown from round 3, a round after a hidden-cadence read (round
+        // 2): that figure is a round old, so the next read is at round 4.
+        assert_eq!(reads_shown(2, 2, 9, |r| r >= 3), vec![0, 2, 4, 6, 8]);
+        // Never slower than the hidden cadence.
+        assert_eq!(UtilCadence::new(3, 10), UtilCadence::new(3, 3));
+        let s = Schedule {
+            proc_util_shown: Duration::from_secs(10),
+            ..Default::default()
+        };
+        assert_eq!(s.proc_util_shown_every(), 5);
     }
 
     #[test]
@@ -219,7 +268,7 @@ mod tests {
 
     #[test]
     fn a_read_that_could_not_be_sent_is_asked_for_again() {
-        let mut c = UtilCadence::new(5);
+        let mut c = UtilCadence::new(5, 1);
         assert!(c.due(0, false));
         // Round 0's read was not sent (the GPU busy): round 1 asks again.
         assert!(c.due(1, false));

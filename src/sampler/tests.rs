@@ -14,6 +14,7 @@ fn quick_schedule() -> Schedule {
         fast: Some(Duration::from_millis(20)),
         slow: Some(Duration::from_millis(400)),
         proc_util: Duration::from_millis(200),
+        proc_util_shown: Duration::from_millis(200),
         burst: None,
         pcie: Some(Duration::from_millis(400)),
         energy: Some(Duration::from_millis(400)),
@@ -49,7 +50,7 @@ async fn the_live_sampler_publishes_snapshots_with_fast_lane_reads() {
 }
 
 /// Rounds of 50 ms, nothing but the normal lane, process utilisation and
-/// host facts every fifth round while nobody looks.
+/// host facts every fifth round while nobody looks, every round on screen.
 fn every_fifth_round() -> Schedule {
     Schedule {
         interval: Duration::from_millis(50),
@@ -58,6 +59,7 @@ fn every_fifth_round() -> Schedule {
         pcie: None,
         energy: None,
         proc_util: Duration::from_millis(250),
+        proc_util_shown: Duration::from_millis(50),
         burst: None,
     }
 }
@@ -209,6 +211,7 @@ async fn a_slow_host_stage_never_reorders_snapshots_nor_invents_events() {
         pcie: None,
         energy: None,
         proc_util: Duration::from_millis(50),
+        proc_util_shown: Duration::from_millis(50),
         burst: None,
     };
     let (sampler, mut rx) = Sampler::spawn(Box::new(source), schedule);

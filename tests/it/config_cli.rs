@@ -293,6 +293,7 @@ fn the_full_fixture_sets_every_key() {
     assert_eq!(s.fast_interval, Some(Duration::from_millis(250)));
     assert_eq!(s.slow_interval, None);
     assert_eq!(s.proc_util_interval, Duration::from_secs(4));
+    assert_eq!(s.proc_util_shown_interval, Duration::from_secs(3));
     assert_eq!(s.history, Duration::from_secs(1800));
     assert_eq!(s.exited_keep, Duration::ZERO);
     let t = &c.thresholds;

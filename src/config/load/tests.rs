@@ -173,6 +173,7 @@ interval = "2s"
 fast_interval = "off"
 slow_interval = "10s"
 proc_util_interval = "4s"
+proc_util_shown_interval = "3s"
 history = "2h"
 exited_keep = "0s"
 [thresholds]
@@ -213,6 +214,7 @@ listen = "[::1]:9100"
     assert_eq!(c.sampling.fast_interval, None);
     assert_eq!(c.sampling.slow_interval, Some(Duration::from_secs(10)));
     assert_eq!(c.sampling.proc_util_interval, Duration::from_secs(4));
+    assert_eq!(c.sampling.proc_util_shown_interval, Duration::from_secs(3));
     assert_eq!(c.sampling.history, Duration::from_secs(7200));
     assert_eq!(c.sampling.exited_keep, Duration::ZERO);
     assert_eq!(
@@ -360,12 +362,18 @@ fn lanes_must_fit_the_interval() {
         error("[sampling]\ninterval = \"2s\"\nproc_util_interval = \"1s\"\n"),
         "c.toml:3:22: [sampling] proc_util_interval = \"1s\" must not be shorter than interval = \"2s\" (line 2)"
     );
-    // Raising the interval alone keeps the process period, or carries it
-    // along when the interval passes it.
+    assert_eq!(
+        error("[sampling]\ninterval = \"3s\"\nproc_util_shown_interval = \"2s\"\n"),
+        "c.toml:3:28: [sampling] proc_util_shown_interval = \"2s\" must not be shorter than interval = \"3s\" (line 2)"
+    );
+    // Raising the interval alone keeps the process periods, or carries
+    // them along when the interval passes them.
     let c = parse("[sampling]\ninterval = \"2s\"\n", "c.toml").unwrap();
     assert_eq!(c.sampling.proc_util_interval, Duration::from_secs(5));
+    assert_eq!(c.sampling.proc_util_shown_interval, Duration::from_secs(2));
     let c = parse("[sampling]\ninterval = \"10s\"\n", "c.toml").unwrap();
     assert_eq!(c.sampling.proc_util_interval, Duration::from_secs(10));
+    assert_eq!(c.sampling.proc_util_shown_interval, Duration::from_secs(10));
     assert_eq!(
         error("[sampling]\nfast_interval = \"40ms\"\n"),
         "c.toml:2:17: [alerts] burst_interval = \"50ms\" (the default) must not be longer than [sampling] fast_interval = \"40ms\" (line 2)"

@@ -19,6 +19,7 @@ fn pipeline_of(source: Box<dyn crate::source::Source>, interval_ms: u64, fast: b
             fast: Some(Duration::from_millis(20)),
             slow: fast.then(|| Duration::from_millis(500)),
             proc_util: Duration::from_millis(interval_ms),
+            proc_util_shown: Duration::from_millis(interval_ms),
             burst: None,
             pcie: None,
             energy: None,

@@ -20,6 +20,7 @@ fn pipeline(interval_ms: u64) -> Pipeline {
             pcie: None,
             energy: None,
             proc_util: Duration::from_millis(interval_ms),
+            proc_util_shown: Duration::from_millis(interval_ms),
             burst: None,
         },
         AnalysisConfig::default(),
