@@ -83,6 +83,9 @@ pub struct ScheduleFigures {
     /// Process utilisation while not on screen.
     pub proc_util_ms: u64,
     pub proc_util_every_rounds: u64,
+    /// Process utilisation while on screen.
+    pub proc_util_shown_ms: u64,
+    pub proc_util_shown_every_rounds: u64,
     pub burst: Option<(f64, u64)>,
 }
 
@@ -97,6 +100,8 @@ impl ScheduleFigures {
             energy_ms: s.energy.map(ms),
             proc_util_ms: ms(s.proc_util),
             proc_util_every_rounds: s.proc_util_every(),
+            proc_util_shown_ms: ms(s.proc_util_shown),
+            proc_util_shown_every_rounds: s.proc_util_shown_every(),
             burst: s.burst.map(|(l, d)| (l, ms(d))),
         }
     }
