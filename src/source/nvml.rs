@@ -25,7 +25,7 @@ mod costs;
 mod fields;
 mod util;
 pub(crate) use costs::{call_costs, spaced_costs};
-pub(crate) use util::{UtilCursor, device_idle, latest_utilisation};
+pub(crate) use util::{FIRST_READ_WINDOW_US, UtilCursor, device_idle, latest_utilisation};
 
 /// The library NVML is loaded from.
 pub(crate) const NVML_LIB: &str = "libnvidia-ml.so.1";
@@ -337,8 +337,9 @@ impl NvmlProbe {
         }
     }
 
-    /// Reads the processes' utilisation (at `now`, for the cursor).
-    fn proc_util(&mut self, now: Instant) -> Result<ProcUtilRead, ProbeError> {
+    /// Reads the processes' utilisation (at `now`, for the cursor; the
+    /// device `idle` now, as far as its own utilisation says).
+    fn proc_util(&mut self, now: Instant, idle: bool) -> Result<ProcUtilRead, ProbeError> {
         let since = self.util.since;
         let r = self.read(Field::ProcUtil, |d| {
             match d.process_utilization_stats(since) {
@@ -350,9 +351,13 @@ impl NvmlProbe {
         Ok(match r {
             None => ProcUtilRead::Unsupported,
             Some(samples) => {
-                let (latest, ts) = latest_utilisation(&samples);
+                // A first read returns what the driver buffered: only the
+                // last second of it is now, and nothing is on an idle device.
+                let first = since.is_none();
+                let (latest, ts) =
+                    latest_utilisation(&samples, first.then_some(FIRST_READ_WINDOW_US));
                 self.util.read(ts, now);
-                ProcUtilRead::Samples(latest)
+                ProcUtilRead::Samples(if first && idle { Vec::new() } else { latest })
             }
         })
     }
@@ -464,7 +469,7 @@ impl GpuProbe for NvmlProbe {
                 // (~2 ms of CPU, the dearest of the normal lane) is skipped.
                 ProcUtilRead::Samples(Vec::new())
             } else {
-                self.proc_util(now)?
+                self.proc_util(now, idle)?
             }
         } else {
             ProcUtilRead::NotAsked

@@ -61,14 +61,33 @@ fn newest_sample_wins_and_impossible_values_are_dropped() {
         sample(2, 200, 150),
         sample(1, 200, 50),
     ];
-    let (u, ts) = latest_utilisation(&s);
+    let (u, ts) = latest_utilisation(&s, None);
     assert_eq!(ts, Some(300));
     assert_eq!(u.len(), 2);
     assert_eq!(u[0].pid, 1);
     assert_eq!(u[0].sm, Some(70));
     assert_eq!(u[1].sm, None, "150% is not a utilisation");
     assert_eq!(u[1].mem, Some(10));
-    assert_eq!(latest_utilisation(&[]), (vec![], None));
+    assert_eq!(latest_utilisation(&[], None), (vec![], None));
+    assert_eq!(latest_utilisation(&[], Some(1)), (vec![], None));
+}
+
+#[test]
+fn a_first_read_leaves_out_what_was_buffered_long_before() {
+    // Process 2 was busy 30 s before process 1's newest sample, and has
+    // had none since: idle now, not 90 %.
+    let s = [
+        sample(2, 10_000_000, 90),
+        sample(1, 39_500_000, 40),
+        sample(1, 40_000_000, 60),
+        sample(3, 39_200_000, 20),
+    ];
+    let (u, ts) = latest_utilisation(&s, Some(FIRST_READ_WINDOW_US));
+    assert_eq!(ts, Some(40_000_000), "the cursor still moves to the newest");
+    let got: Vec<_> = u.iter().map(|x| (x.pid, x.sm)).collect();
+    assert_eq!(got, [(1, Some(60)), (3, Some(20))]);
+    // Later reads (a cursor) keep every sample after it.
+    assert_eq!(latest_utilisation(&s, None).0.len(), 3);
 }
 
 #[test]

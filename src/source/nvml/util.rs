@@ -8,15 +8,26 @@ use nvml_wrapper::struct_wrappers::device::ProcessUtilizationSample;
 
 use crate::source::ProcUtil;
 
-/// The newest sample per PID; values over 100 (seen from some drivers) are
-/// dropped. Returns the samples and the newest timestamp seen.
+/// On a first read (no cursor yet) the driver returns every sample it has
+/// buffered: a process's newest may be from long before, when it was busy
+/// (it gets no sample while idle). Only samples this close to the newest
+/// of all (µs) count then.
+pub(crate) const FIRST_READ_WINDOW_US: u64 = 1_000_000;
+
+/// The newest sample per PID, of those at most `window` µs older than the
+/// newest of all (`None`: every sample); values over 100 (seen from some
+/// drivers) are dropped. Returns the samples and the newest timestamp seen.
 pub(crate) fn latest_utilisation(
     samples: &[ProcessUtilizationSample],
+    window: Option<u64>,
 ) -> (Vec<ProcUtil>, Option<u64>) {
     let mut newest: HashMap<u32, &ProcessUtilizationSample> = HashMap::new();
-    let mut max_ts = None;
-    for s in samples {
-        max_ts = Some(max_ts.map_or(s.timestamp, |m: u64| m.max(s.timestamp)));
+    let max_ts = samples.iter().map(|s| s.timestamp).max();
+    let oldest = match (max_ts, window) {
+        (Some(m), Some(w)) => m.saturating_sub(w),
+        _ => 0,
+    };
+    for s in samples.iter().filter(|s| s.timestamp >= oldest) {
         let e = newest.entry(s.pid).or_insert(s);
         if s.timestamp > e.timestamp {
             *e = s;
