@@ -334,11 +334,21 @@ pub fn run_cli(
     source: &crate::cli::SourceArgs,
     me: &str,
 ) -> Result<()> {
+    let config = crate::config::load(source.config.as_deref())?.with_interval(source.interval);
     if let Some(how) = calls {
         let rss0 = rss_kib();
         let costs = match how {
             Calls::BackToBack => crate::source::nvml::call_costs(0)?,
-            Calls::Spaced => crate::source::nvml::spaced_costs(0, seconds)?,
+            Calls::Spaced => {
+                let s = config.schedule();
+                let lanes = crate::source::nvml::Spacing {
+                    interval: s.interval,
+                    fast: s.fast,
+                    util_every: s.proc_util_shown_every(),
+                    slow: s.slow,
+                };
+                crate::source::nvml::spaced_costs(0, seconds, lanes)?
+            }
         };
         println!(
             "{}",
@@ -350,7 +360,6 @@ pub fn run_cli(
         );
         return Ok(());
     }
-    let config = crate::config::load(source.config.as_deref())?.with_interval(source.interval);
     let (demo, seed, me) = (source.demo.clone(), source.seed, me.to_owned());
     let open = move || -> Result<Box<dyn Source>> {
         Ok(crate::source::open(demo.as_deref(), seed, &me, 0)?)

@@ -24,7 +24,7 @@ use crate::source::{
 mod costs;
 mod fields;
 mod util;
-pub(crate) use costs::{call_costs, spaced_costs};
+pub(crate) use costs::{Spacing, call_costs, spaced_costs};
 pub(crate) use util::{FIRST_READ_WINDOW_US, UtilCursor, device_idle, latest_utilisation};
 
 /// The library NVML is loaded from.

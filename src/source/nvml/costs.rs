@@ -1,9 +1,11 @@
 //! What each NVML call costs (`vramwatch bench-sampler --calls`).
 
+use nvml_wrapper::Device;
 use nvml_wrapper::enum_wrappers::device::{
     Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor,
 };
 use nvml_wrapper::error::NvmlError;
+use std::time::{Duration, Instant};
 
 use super::{init_error, nvml};
 use crate::source::SourceError;
@@ -31,7 +33,7 @@ struct Tally(Vec<CallCost>);
 impl Tally {
     /// Times `calls` calls of `f` in a row, added to `call`'s totals.
     fn time(&mut self, call: &'static str, calls: u32, f: &mut dyn FnMut() -> bool) {
-        let (c0, w0) = (thread_cpu_us(), std::time::Instant::now());
+        let (c0, w0) = (thread_cpu_us(), Instant::now());
         let mut ok = true;
         for _ in 0..calls {
             ok &= f();
@@ -144,31 +146,69 @@ pub(crate) fn call_costs(index: u32) -> Result<Vec<CallCost>, SourceError> {
     Ok(tally.into_costs())
 }
 
-/// Most of the sampler's calls as it makes them, spaced out (for
-/// `bench-sampler --calls --spaced --seconds N`): device memory ten times a
-/// second, the normal lane's calls once a second (process utilisation with
-/// the last sample's timestamp, as the probe asks), the slow lane's every
-/// fifth second; each call timed on its own. Back to back (`call_costs`)
-/// a call finds the driver's caches warm; spaced out, as the sampler makes
-/// them, it may not. The last row, `(whole loop)`, is the thread's CPU over
-/// the run: what the calls' sum leaves out is the loop and its wake-ups.
-pub(crate) fn spaced_costs(index: u32, seconds: u64) -> Result<Vec<CallCost>, SourceError> {
+/// The lanes `spaced_costs` follows: the sampler's schedule, as
+/// `bench-sampler` gives it (the config's, with `--interval`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Spacing {
+    /// The normal lane's period.
+    pub interval: Duration,
+    /// The fast lane's (device memory only); `None`: off.
+    pub fast: Option<Duration>,
+    /// Normal rounds between two process-utilisation reads (on screen).
+    pub util_every: u64,
+    /// The slow lane's period (ECC, PCIe replays); `None`: off.
+    pub slow: Option<Duration>,
+}
+
+/// Most of the sampler's calls as it makes them, spaced out on `lanes`
+/// (for `bench-sampler --calls --spaced --seconds N`): device memory on
+/// the fast lane's period, the normal lane's calls every interval
+/// (process utilisation every `util_every` rounds, with the last sample's
+/// timestamp, as the probe asks; BAR1 every tenth round), ECC and PCIe
+/// replays on the slow lane's period; each call timed on its own. Left
+/// out: the field values, XID polling, PCIe throughput and energy, fans,
+/// and the skip of process utilisation on an idle device. Back to back
+/// (`call_costs`) a call finds the driver's caches warm; spaced out, as
+/// the sampler makes them, it may not. The last row, `(whole loop)`, is
+/// the thread's CPU over the run: what the calls' sum leaves out is the
+/// loop and its wake-ups.
+pub(crate) fn spaced_costs(
+    index: u32,
+    seconds: u64,
+    lanes: Spacing,
+) -> Result<Vec<CallCost>, SourceError> {
     let nvml = nvml()?;
     let d = nvml.device_by_index(index).map_err(init_error)?;
     let mut tally = Tally::default();
     let mut time = |call, f: &mut dyn FnMut() -> bool| tally.time(call, 1, f);
-    let ticks = seconds.max(1) * 10;
-    let (c0, w0) = (thread_cpu_us(), std::time::Instant::now());
+    // One tick per fast read (or per interval without a fast lane).
+    let ms = |x: Duration| (x.as_millis() as u64).max(1);
+    let interval = ms(lanes.interval);
+    let tick_ms = lanes.fast.map_or(interval, ms).min(interval);
+    let ticks = seconds.max(1) * 1000 / tick_ms;
+    let (c0, w0) = (thread_cpu_us(), Instant::now());
     let mut last = None;
+    let (mut next_normal, mut next_slow, mut round) = (0u64, 0u64, 0u64);
     for tick in 0..ticks {
-        let due = w0 + std::time::Duration::from_millis(tick * 100);
-        if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+        let at = tick * tick_ms;
+        if let Some(wait) = (w0 + Duration::from_millis(at)).checked_duration_since(Instant::now())
+        {
             std::thread::sleep(wait);
         }
         time("memory_info (v2)", &mut || d.memory_info().is_ok());
-        if tick % 10 != 0 {
+        let slow_due = lanes.slow.is_some() && at >= next_slow;
+        if slow_due {
+            next_slow = at + lanes.slow.map_or(u64::MAX, ms);
+        }
+        if at < next_normal {
+            if slow_due {
+                slow_calls(&d, &mut time);
+            }
             continue;
         }
+        next_normal = at + interval;
+        let this_round = round;
+        round += 1;
         time("running_compute_processes", &mut || {
             d.running_compute_processes().is_ok()
         });
@@ -194,37 +234,30 @@ pub(crate) fn spaced_costs(index: u32, seconds: u64) -> Result<Vec<CallCost>, So
         time("decoder_utilization", &mut || {
             d.decoder_utilization().is_ok()
         });
-        if tick % 100 == 0 {
+        if this_round.is_multiple_of(10) {
             time("bar1_memory_info", &mut || d.bar1_memory_info().is_ok());
         }
-        time("process_utilization_stats", &mut || {
-            let r = d.process_utilization_stats(last);
-            if let Ok(v) = &r {
-                last = v.iter().map(|s| s.timestamp).max().or(last);
-            }
-            matches!(r, Ok(_) | Err(NvmlError::NotFound))
-        });
-        // Just after the read above, the count alone (a timestamp in the
-        // future: nvml-wrapper's first call, which finds no sample and
-        // stops): what one call of the two costs when spaced out.
-        time("process_utilization_stats(count only, after)", &mut || {
-            matches!(
-                d.process_utilization_stats(u64::MAX),
-                Ok(_) | Err(NvmlError::NotFound)
-            )
-        });
-        if tick % 50 != 0 {
-            continue;
+        if this_round.is_multiple_of(lanes.util_every.max(1)) {
+            time("process_utilization_stats", &mut || {
+                let r = d.process_utilization_stats(last);
+                if let Ok(v) = &r {
+                    last = v.iter().map(|s| s.timestamp).max().or(last);
+                }
+                matches!(r, Ok(_) | Err(NvmlError::NotFound))
+            });
+            // Just after the read above, the count alone (a timestamp in
+            // the future: nvml-wrapper's first call, which finds no sample
+            // and stops): what one call of the two costs when spaced out.
+            time("process_utilization_stats(count only, after)", &mut || {
+                matches!(
+                    d.process_utilization_stats(u64::MAX),
+                    Ok(_) | Err(NvmlError::NotFound)
+                )
+            });
         }
-        time("total_ecc_errors(volatile) x2", &mut || {
-            d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
-                .is_ok()
-                & d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
-                    .is_ok()
-        });
-        time("pcie_replay_counter", &mut || {
-            d.pcie_replay_counter().is_ok()
-        });
+        if slow_due {
+            slow_calls(&d, &mut time);
+        }
     }
     let mut out = tally.into_costs();
     out.push(CallCost {
@@ -235,4 +268,17 @@ pub(crate) fn spaced_costs(index: u32, seconds: u64) -> Result<Vec<CallCost>, So
         ok: true,
     });
     Ok(out)
+}
+
+/// The slow lane's ECC and PCIe-replay calls, timed.
+fn slow_calls(d: &Device<'_>, time: &mut dyn FnMut(&'static str, &mut dyn FnMut() -> bool)) {
+    time("total_ecc_errors(volatile) x2", &mut || {
+        d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile)
+            .is_ok()
+            & d.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile)
+                .is_ok()
+    });
+    time("pcie_replay_counter", &mut || {
+        d.pcie_replay_counter().is_ok()
+    });
 }
