@@ -323,6 +323,12 @@ pub struct Summary {
     /// Checkpoints at T−60/−30/−10 that count, and those whose forecast held.
     pub checkpoints: usize,
     pub held: usize,
+    /// Of those, the ones where the growth had run [`SETTLED_GROWTH_S`] or
+    /// more, and those whose forecast held: how the forecaster does once
+    /// it has seen the growth for a while (most misses are in a growth's
+    /// first seconds).
+    pub settled_checkpoints: usize,
+    pub settled_held: usize,
     /// Those where no forecast held but the GPU was shown at risk.
     pub at_risk_only: usize,
     /// OOM runs with a forecast shown by T−30 s (of those whose growth had
@@ -340,6 +346,10 @@ pub struct Summary {
     /// always be made to hold by widening it).
     pub held_width: Option<f64>,
 }
+
+/// A checkpoint with at least this much growth behind it (s) counts in
+/// [`Summary::settled_checkpoints`].
+pub const SETTLED_GROWTH_S: f64 = 15.0;
 
 impl Summary {
     pub fn of(runs: &[RunScore]) -> Summary {
@@ -360,6 +370,11 @@ impl Summary {
                         s.checkpoints += 1;
                         let held = c.shown.is_some_and(|x| x.held);
                         s.held += usize::from(held);
+                        let grown = r.growth_to_oom_s.map_or(0.0, |g| g - c.lead_s as f64);
+                        if grown >= SETTLED_GROWTH_S {
+                            s.settled_checkpoints += 1;
+                            s.settled_held += usize::from(held);
+                        }
                         s.at_risk_only += usize::from(!held && c.at_risk);
                         if let Some(x) = c.shown.filter(|x| x.held)
                             && let Some(h) = x.high_s
@@ -440,7 +455,7 @@ pub fn markdown(runs: &[RunScore]) -> String {
     }
     let s = Summary::of(runs);
     out.push_str(&format!(
-        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}; the ranges that held {}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} OOM runs never flagged); false alarms on {} of {} runs that must not alarm.\n",
+        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}; the ranges that held {}; where the growth had run {} or more: {} of {}, {}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} OOM runs never flagged); false alarms on {} of {} runs that must not alarm.\n",
         s.runs,
         s.oom_runs,
         s.no_alarm_runs,
@@ -450,6 +465,10 @@ pub fn markdown(runs: &[RunScore]) -> String {
         s.held_width.map_or("—".into(), |w| format!(
             "{w:.2}× the time left wide, median"
         )),
+        dur(SETTLED_GROWTH_S),
+        s.settled_held,
+        s.settled_checkpoints,
+        pct(s.settled_held, s.settled_checkpoints),
         s.at_risk_only,
         s.shown_by_30,
         s.could_show_by_30,

@@ -131,9 +131,11 @@ fn sweep() {
             .collect();
         let s = crate::analysis::truth::Summary::of(&runs);
         println!(
-            "{set:8} held {}/{} width {} risk+{} shown30 {}/{} leak<= {:?} never {} FA {}/{}",
+            "{set:8} held {}/{} settled {}/{} width {} risk+{} shown30 {}/{} leak<= {:?} never {} FA {}/{}",
             s.held,
             s.checkpoints,
+            s.settled_held,
+            s.settled_checkpoints,
             s.held_width.map_or("-".into(), |w| format!("{w:.2}")),
             s.at_risk_only,
             s.shown_by_30,

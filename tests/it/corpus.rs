@@ -237,3 +237,24 @@ fn score_prints_the_table_and_says_what_is_missing() {
         "{err}"
     );
 }
+
+/// Across every set (tuned on or not), the checkpoints with at least 15 s
+/// of growth behind them: 48 of 49 held when this was first counted
+/// (docs/analysis.md, "Seventh session"); the other misses are in the
+/// first seconds of a growth. The one left: `heldout/`'s
+/// fragment/expandable at T−10 s, whose range (2–9 s) ended a second too
+/// early.
+#[test]
+fn once_the_growth_has_run_fifteen_seconds_the_forecast_holds() {
+    let sets = [
+        "tune", "heldout", "quick", "after", "fresh", "late", "later", "last", "fifth",
+    ];
+    let (mut n, mut held) = (0, 0);
+    for set in sets {
+        let s = Summary::of(&corpus(set));
+        n += s.settled_checkpoints;
+        held += s.settled_held;
+    }
+    assert_eq!(n, 49);
+    assert!(held >= 48, "{held} of {n}");
+}

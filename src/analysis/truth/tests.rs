@@ -72,6 +72,9 @@ fn a_steady_leak_is_forecast_at_every_checkpoint_after_its_start() {
     assert!(r.false_alarms.is_empty());
     let s = Summary::of(std::slice::from_ref(&r));
     assert_eq!((s.checkpoints, s.held, s.shown_by_30), (3, 3, 1));
+    // Growth from 10 s, OOM at 190 s: every checkpoint has 120 s or more
+    // of growth behind it.
+    assert_eq!((s.settled_checkpoints, s.settled_held), (3, 3));
     // The median width of the held ranges, as a share of the time left:
     // the middle of the three checkpoints' own widths.
     let mut w: Vec<f64> = r
@@ -92,6 +95,10 @@ fn a_steady_leak_is_forecast_at_every_checkpoint_after_its_start() {
     let md = markdown(&[r]);
     assert!(md.contains("| test ×1 | OOM |"), "{md}");
     assert!(md.contains("3 of 3 checkpoints"), "{md}");
+    assert!(
+        md.contains("where the growth had run 15s or more: 3 of 3, 100 %"),
+        "{md}"
+    );
     assert!(md.contains("× the time left wide, median"), "{md}");
 }
 
@@ -172,4 +179,17 @@ fn the_gpu_is_found_by_uuid_first() {
     assert_eq!(t.gpu_in(&system), Some(1));
     t.device_uuid = None;
     assert_eq!(t.gpu_in(&system), Some(0));
+}
+
+#[test]
+fn a_checkpoint_early_in_the_growth_is_not_settled() {
+    // 10 GiB, then 4.5 GiB/s from 170 s: full at 190 s. T−10 s has 10 s of
+    // growth behind it, T−30 s and T−60 s come before it.
+    let used = |s: u64| 10 * GIB + s.saturating_sub(170) * 9 * GIB / 2;
+    let t = truth(Expect::Oom, Some(170), Some(190));
+    let r = score_run("short", &t, 0, &AnalysisConfig::default(), run(191, used));
+    let s = Summary::of(std::slice::from_ref(&r));
+    assert_eq!(s.checkpoints, 1, "{r:?}");
+    assert_eq!((s.settled_checkpoints, s.settled_held), (0, 0), "{r:?}");
+    assert!(markdown(&[r]).contains("15s or more: 0 of 0, —"));
 }
