@@ -9,7 +9,9 @@
 //! Per GPU, over the current *regime* (the samples since the last level
 //! shift: a change of `used` by at least [`EnvelopeParams::shift_frac`] of
 //! the GPU between two samples starts a new one, so a fill is not mistaken
-//! for growth and the growth after it is measured on its own):
+//! for growth and the growth after it is measured on its own; when the
+//! next sample is back within a shift of where the old regime was, the
+//! shift was a transient, and the old regime goes on with it as a peak):
 //!
 //! - **baseline**: the Theil–Sen line through `used` (pairs at least a
 //!   quarter of the span apart, so a staircase's steps average out), its
@@ -183,6 +185,23 @@ pub(crate) struct Envelope {
     pub(crate) why: &'static str,
     /// The last candidate, shown or not (a diagnostic for traces).
     pub(crate) last: Option<Forecast>,
+    /// The regime a level shift just ended, kept for one sample: when that
+    /// sample is back within a shift of where the regime was, the shift
+    /// was a transient (an evaluation pass, another process's spike), and
+    /// the regime goes on with it as a peak.
+    undo: Option<Box<Undo>>,
+}
+
+/// What a level shift ended, for [`Envelope::undo`].
+#[derive(Clone, Debug)]
+struct Undo {
+    points: VecDeque<Point>,
+    held: VecDeque<Held>,
+    shown: bool,
+    last_shown: Option<Millis>,
+    rises: Rises,
+    /// The at-risk window, when the shift (a drop) cleared it.
+    fullness: Option<VecDeque<(Millis, f64)>>,
 }
 
 impl Envelope {
@@ -210,17 +229,48 @@ impl Envelope {
             used,
             peak: peak.map_or(used, |x| (x as f64).max(used)),
         };
+        let shift = p.shift_frac * total;
+        // Back within a shift of the regime a shift just ended, one sample
+        // later: that shift was a transient, a peak of the regime.
+        if let Some(u) = self.undo.take()
+            && u.points
+                .back()
+                .is_some_and(|b| (used - b.used).abs() < shift)
+        {
+            let spike = self.points.back().map(|q| q.peak);
+            self.points = u.points;
+            self.held = u.held;
+            self.shown = u.shown;
+            self.last_shown = u.last_shown;
+            self.rises = u.rises;
+            if let Some(f) = u.fullness {
+                self.fullness = f;
+            }
+            if let (Some(s), Some(last)) = (spike, self.points.back_mut()) {
+                last.peak = last.peak.max(s);
+            }
+        }
         let change = self.points.back().map_or(0.0, |last| used - last.used);
-        if change.abs() >= p.shift_frac * total {
-            // A level shift: what came before says nothing about now.
+        if change.abs() >= shift {
+            // A level shift: what came before says nothing about now
+            // (unless the next sample comes back: `undo`).
+            let mut undo = Undo {
+                points: std::mem::take(&mut self.points),
+                held: std::mem::take(&mut self.held),
+                shown: self.shown,
+                last_shown: self.last_shown,
+                rises: self.rises.clone(),
+                fullness: None,
+            };
             self.restart();
             // After a drop (an OOM's process gone) the old peaks say
             // nothing about the risk now, nor does the interval's peak:
             // it was read before the drop.
             if change < 0.0 {
-                self.fullness.clear();
+                undo.fullness = Some(std::mem::take(&mut self.fullness));
                 pt.peak = used;
             }
+            self.undo = Some(Box::new(undo));
         }
         // At most `MAX_POINTS` points span the window: a sample within
         // `spacing` of the first sample the last point holds folds into it
@@ -298,6 +348,7 @@ impl Envelope {
         self.shown = false;
         self.last_shown = None;
         self.rises.clear();
+        self.undo = None;
     }
 
     fn fullness(&mut self, t_ms: Millis, pct: f64, p: &EnvelopeParams) -> Option<f64> {

@@ -401,3 +401,39 @@ fn a_fill_slowing_down_says_where_it_levels_off() {
     });
     assert!(leak.iter().all(|x| x.levels_at.is_none()));
 }
+
+#[test]
+fn a_spike_of_one_sample_is_a_peak_of_the_regime_not_a_new_one() {
+    // 80 GiB growing at 0.5 GiB/s (full at 120 s); at 30 s one reading 20
+    // GiB higher (another process's evaluation pass, more than a level
+    // shift), back the next second.
+    let base = |s: u64| 80.0 * GIB + 0.5 * GIB * s as f64;
+    let f = |s: u64| {
+        let u = if s == 30 {
+            base(s) + 20.0 * GIB
+        } else {
+            base(s)
+        };
+        (u, u)
+    };
+    let o = run(40, f);
+    assert!(o[29].forecast.is_some(), "shown before the spike");
+    // The spike itself starts a regime (it may be a fill) ...
+    assert!(o[30].forecast.is_none());
+    // ... but the next reading, back where the growth was, takes the old
+    // regime back at once, with the spike as its transient: the forecast
+    // now expects the next one and says sooner than the growth alone.
+    for (s, x) in o.iter().enumerate().skip(31) {
+        let fc = x.forecast.unwrap_or_else(|| panic!("none at {s} s"));
+        let alone = (140.0 * GIB - base(s as u64)) / (0.5 * GIB);
+        assert!(fc.eta_s < alone - 30.0, "{s} s: {} vs {alone}", fc.eta_s);
+    }
+    // A shift that stays is one: a fill of 20 GiB at 30 s that does not go
+    // away starts a regime, which is young a second later.
+    let g = |s: u64| {
+        let u = base(s) + if s >= 30 { 20.0 * GIB } else { 0.0 };
+        (u, u)
+    };
+    let o = run(40, g);
+    assert!(o[31].forecast.is_none() && o[31].rate.is_none());
+}
