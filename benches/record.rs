@@ -81,7 +81,8 @@ fn record(scenario: &str, n: u64, plain: &Path, zst: &Path) {
     // What `record` reads: process utilisation and host facts (CPU %,
     // RSS) every `proc_util_interval` (nothing shows them), the rest every
     // round; VRAMWATCH_BENCH_EVERY_ROUND=1 reads everything every round,
-    // as a dashboard recording with all columns on screen does.
+    // an upper bound for a dashboard recording with all columns on screen
+    // (host facts every round, process utilisation every 2 s).
     let every = vramwatch::sampler::Schedule::default().proc_util_every();
     let every_round = env::<u8>("VRAMWATCH_BENCH_EVERY_ROUND") == Some(1);
     let mut held: HashMap<(u32, u32, u64), ProcSample> = HashMap::new();

@@ -229,9 +229,10 @@ pub enum Command {
         /// Instead: the CPU and wall time of each NVML call on GPU 0.
         #[arg(long)]
         calls: bool,
-        /// With --calls: the calls spaced out as the sampler makes them
-        /// (memory at 10 Hz, the normal lane at 1 Hz, ECC and PCIe replays
-        /// every 5 s) for --seconds.
+        /// With --calls: the calls spaced out on the sampler's schedule
+        /// (the config's, with --interval: the fast lane's memory reads,
+        /// the normal lane, process utilisation as while on screen, the
+        /// slow lane's ECC and PCIe replays) for --seconds.
         #[arg(long, requires = "calls")]
         spaced: bool,
         #[command(flatten)]

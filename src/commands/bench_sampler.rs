@@ -334,13 +334,15 @@ pub fn run_cli(
     source: &crate::cli::SourceArgs,
     me: &str,
 ) -> Result<()> {
-    let config = crate::config::load(source.config.as_deref())?.with_interval(source.interval);
+    let config = || -> Result<crate::config::Config> {
+        Ok(crate::config::load(source.config.as_deref())?.with_interval(source.interval))
+    };
     if let Some(how) = calls {
         let rss0 = rss_kib();
         let costs = match how {
             Calls::BackToBack => crate::source::nvml::call_costs(0)?,
             Calls::Spaced => {
-                let s = config.schedule();
+                let s = config()?.schedule();
                 let lanes = crate::source::nvml::Spacing {
                     interval: s.interval,
                     fast: s.fast,
@@ -364,7 +366,7 @@ pub fn run_cli(
     let open = move || -> Result<Box<dyn Source>> {
         Ok(crate::source::open(demo.as_deref(), seed, &me, 0)?)
     };
-    let costs = run(&open, config.schedule(), seconds)?;
+    let costs = run(&open, config()?.schedule(), seconds)?;
     println!("{}", serde_json::to_string_pretty(&costs)?);
     eprintln!("{}", summary(&costs));
     Ok(())

@@ -394,7 +394,8 @@ impl Validator<'_> {
             pcie_interval: pcie.value,
             energy_interval: energy.value,
             proc_util_interval: proc_util.value,
-            proc_util_shown_interval: proc_util_shown.value,
+            // Never read less often on screen than off it.
+            proc_util_shown_interval: proc_util_shown.value.min(proc_util.value),
             history: history.value,
             exited_keep: exited_keep.value,
         };

@@ -96,7 +96,8 @@ pub struct Sampling {
     /// Process utilisation period while not on screen, interval ..= 1 h.
     pub proc_util_interval: Duration,
     /// Process utilisation period while on screen (the SM% column or a
-    /// drill-down), interval ..= 1 h; at most `proc_util_interval`.
+    /// drill-down), interval ..= 1 h; a longer one than
+    /// `proc_util_interval` is taken as that.
     pub proc_util_shown_interval: Duration,
     /// How much history is kept, 1 min ..= 7 days.
     pub history: Duration,
@@ -130,7 +131,8 @@ impl Config {
             s.interval = i;
             s.fast_interval = s.fast_interval.map(|f| f.min(i));
             s.proc_util_interval = s.proc_util_interval.max(i);
-            s.proc_util_shown_interval = s.proc_util_shown_interval.max(i);
+            s.proc_util_shown_interval =
+                s.proc_util_shown_interval.max(i).min(s.proc_util_interval);
             self.alerts.burst_interval = self.alerts.burst_interval.min(i);
         }
         self

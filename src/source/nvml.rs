@@ -351,8 +351,8 @@ impl NvmlProbe {
         Ok(match r {
             None => ProcUtilRead::Unsupported,
             Some(samples) => {
-                // A first read returns what the driver buffered: only the
-                // last second of it is now, and nothing is on an idle device.
+                // A first read returns what the driver buffered: only its
+                // last two seconds are now, and nothing on an idle device.
                 let first = since.is_none();
                 let (latest, ts) =
                     latest_utilisation(&samples, first.then_some(FIRST_READ_WINDOW_US));

@@ -418,8 +418,10 @@ fn a_spike_of_one_sample_is_a_peak_of_the_regime_not_a_new_one() {
     };
     let o = run(40, f);
     assert!(o[29].forecast.is_some(), "shown before the spike");
-    // The spike itself starts a regime (it may be a fill) ...
-    assert!(o[30].forecast.is_none());
+    // The spike itself starts a regime (it may be a fill), and says the
+    // forecast from before for that sample (no blank frame) ...
+    assert_eq!(o[30].forecast, o[29].forecast);
+    assert!(o[30].rate.is_none(), "a new regime, young");
     // ... but the next reading, back where the growth was, takes the old
     // regime back at once, with the spike as its transient: the forecast
     // now expects the next one and says sooner than the growth alone.
@@ -436,4 +438,59 @@ fn a_spike_of_one_sample_is_a_peak_of_the_regime_not_a_new_one() {
     };
     let o = run(40, g);
     assert!(o[31].forecast.is_none() && o[31].rate.is_none());
+    // Nor is a return that comes two samples later: two shifts.
+    let h = |s: u64| {
+        let u = base(s)
+            + if (30..=31).contains(&s) {
+                20.0 * GIB
+            } else {
+                0.0
+            };
+        (u, u)
+    };
+    let o = run(40, h);
+    assert!(o[32].forecast.is_none() && o[32].rate.is_none());
+}
+
+#[test]
+fn a_dip_of_one_sample_keeps_the_regime_and_its_risk() {
+    // 130 GiB growing at 0.1 GiB/s with peaks to 137 GiB (98 %: at risk);
+    // at 30 s one reading 20 GiB lower (a cache released and taken again).
+    let f = |s: u64| {
+        let base = 130.0 * GIB + 0.1 * GIB * s as f64;
+        let u = if s == 30 { base - 20.0 * GIB } else { base };
+        (
+            u,
+            if s % 5 == 0 && s != 30 {
+                137.0 * GIB
+            } else {
+                u
+            },
+        )
+    };
+    let o = run(40, f);
+    assert!(o[29].at_risk_pct.is_some() && o[29].rate.is_some());
+    // The dip's own sample cannot tell it from an OOM's process gone: the
+    // old peaks are set aside ...
+    assert!(o[30].at_risk_pct.is_none() && o[30].rate.is_none());
+    // ... and come back with the regime when the next reading does.
+    for (s, x) in o.iter().enumerate().skip(31) {
+        assert!(x.at_risk_pct.is_some(), "{s} s: the dip hid the risk");
+        assert!(x.rate.is_some(), "{s} s: the dip ended the regime");
+    }
+}
+
+#[test]
+fn a_restart_from_outside_forgets_the_regime_a_shift_ended() {
+    let p = EnvelopeParams::default();
+    let mut e = Envelope::default();
+    let at = |s: u64| 1_000_000 + s * 1000;
+    for s in 0..30 {
+        let u = 80.0 * GIB + 0.5 * GIB * s as f64;
+        e.observe(at(s), mem(u), None, 1.0, &p, true);
+    }
+    e.observe(at(30), mem(115.0 * GIB), None, 1.0, &p, true);
+    e.restart();
+    let o = e.observe(at(31), mem(95.5 * GIB), None, 1.0, &p, true);
+    assert!(o.rate.is_none(), "the old regime came back: {o:?}");
 }

@@ -374,6 +374,9 @@ fn lanes_must_fit_the_interval() {
     let c = parse("[sampling]\ninterval = \"10s\"\n", "c.toml").unwrap();
     assert_eq!(c.sampling.proc_util_interval, Duration::from_secs(10));
     assert_eq!(c.sampling.proc_util_shown_interval, Duration::from_secs(10));
+    // Never less often on screen than off it.
+    let c = parse("[sampling]\nproc_util_interval = \"1s\"\n", "c.toml").unwrap();
+    assert_eq!(c.sampling.proc_util_shown_interval, Duration::from_secs(1));
     assert_eq!(
         error("[sampling]\nfast_interval = \"40ms\"\n"),
         "c.toml:2:17: [alerts] burst_interval = \"50ms\" (the default) must not be longer than [sampling] fast_interval = \"40ms\" (line 2)"

@@ -185,7 +185,7 @@ pub(crate) fn spaced_costs(
     let ms = |x: Duration| (x.as_millis() as u64).max(1);
     let interval = ms(lanes.interval);
     let tick_ms = lanes.fast.map_or(interval, ms).min(interval);
-    let ticks = seconds.max(1) * 1000 / tick_ms;
+    let ticks = (seconds.max(1) * 1000 / tick_ms).max(1);
     let (c0, w0) = (thread_cpu_us(), Instant::now());
     let mut last = None;
     let (mut next_normal, mut next_slow, mut round) = (0u64, 0u64, 0u64);
@@ -198,7 +198,7 @@ pub(crate) fn spaced_costs(
         time("memory_info (v2)", &mut || d.memory_info().is_ok());
         let slow_due = lanes.slow.is_some() && at >= next_slow;
         if slow_due {
-            next_slow = at + lanes.slow.map_or(u64::MAX, ms);
+            next_slow = next_slow.saturating_add(lanes.slow.map_or(u64::MAX, ms));
         }
         if at < next_normal {
             if slow_due {
@@ -206,7 +206,9 @@ pub(crate) fn spaced_costs(
             }
             continue;
         }
-        next_normal = at + interval;
+        // On average every interval, when it is not a whole number of
+        // ticks too.
+        next_normal += interval;
         let this_round = round;
         round += 1;
         time("running_compute_processes", &mut || {

@@ -11,8 +11,9 @@ use crate::source::ProcUtil;
 /// On a first read (no cursor yet) the driver returns every sample it has
 /// buffered: a process's newest may be from long before, when it was busy
 /// (it gets no sample while idle). Only samples this close to the newest
-/// of all (µs) count then.
-pub(crate) const FIRST_READ_WINDOW_US: u64 = 1_000_000;
+/// of all (µs) count then: two seconds, so that a busy process whose
+/// samples are out of step with another's is not left out.
+pub(crate) const FIRST_READ_WINDOW_US: u64 = 2_000_000;
 
 /// The newest sample per PID, of those at most `window` µs older than the
 /// newest of all (`None`: every sample); values over 100 (seen from some
