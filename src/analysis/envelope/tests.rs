@@ -461,7 +461,7 @@ fn a_dip_of_one_sample_keeps_the_regime_and_its_risk() {
         let u = if s == 30 { base - 20.0 * GIB } else { base };
         (
             u,
-            if s % 5 == 0 && s != 30 {
+            if s.is_multiple_of(5) && s != 30 {
                 137.0 * GIB
             } else {
                 u
