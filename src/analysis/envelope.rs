@@ -187,33 +187,12 @@ pub(crate) struct Envelope {
     /// The last candidate, shown or not (a diagnostic for traces).
     pub(crate) last: Option<Forecast>,
     /// The regime a level shift just ended, kept for one sample: when that
-    /// sample (at most [`TRANSIENT_MS`] later) is back within a shift of
+    /// sample (at most `transient::TRANSIENT_MS` later) is back within a shift of
     /// where the regime was, the shift was a transient (an evaluation
     /// pass, another process's spike, a cache released and taken again),
     /// and the regime goes on as if it had not happened, a spike's top
     /// kept as the returning sample's peak.
-    undo: Option<Box<Undo>>,
-}
-
-/// A shift that comes back after longer than this (ms) is two shifts.
-const TRANSIENT_MS: Millis = 1500;
-
-/// What a level shift ended, for [`Envelope::undo`].
-#[derive(Clone, Debug)]
-struct Undo {
-    /// When the shift came.
-    at: Millis,
-    points: VecDeque<Point>,
-    held: VecDeque<Held>,
-    shown: bool,
-    last_shown: Option<Millis>,
-    rises: Rises,
-    /// The forecast shown before the shift: still shown for the shift's
-    /// own sample, which cannot yet tell a transient from a new level.
-    forecast: Option<Forecast>,
-    /// The at-risk window a drop cleared (the peaks before it say nothing
-    /// about the risk after an OOM's process is gone), back if it returns.
-    fullness: Option<VecDeque<(Millis, f64)>>,
+    undo: Option<Box<transient::Undo>>,
 }
 
 impl Envelope {
@@ -242,54 +221,12 @@ impl Envelope {
             peak: peak.map_or(used, |x| (x as f64).max(used)),
         };
         let shift = p.shift_frac * total;
-        if let Some(u) = self.undo.take() {
-            let back = u
-                .points
-                .back()
-                .is_some_and(|b| (used - b.used).abs() < shift);
-            if back && t_ms.saturating_sub(u.at) <= TRANSIENT_MS {
-                // Back where the regime was: the shift was a transient. Its
-                // top is this sample's peak (read since the one before).
-                let top = self.points.iter().map(|q| q.peak).fold(0.0, f64::max);
-                pt.peak = pt.peak.max(top);
-                self.points = u.points;
-                self.held = u.held;
-                self.shown = u.shown;
-                self.last_shown = u.last_shown;
-                self.rises = u.rises;
-                if let Some(f) = u.fullness {
-                    self.fullness = f;
-                }
-            }
-        }
+        self.come_back(t_ms, used, shift, &mut pt);
         let change = self.points.back().map_or(0.0, |last| used - last.used);
         if change.abs() >= shift {
             // A level shift: what came before says nothing about now
-            // (unless the next sample comes back: `undo`).
-            let undo = Undo {
-                at: t_ms,
-                forecast: self.last.filter(|_| self.shown),
-                points: std::mem::take(&mut self.points),
-                held: std::mem::take(&mut self.held),
-                shown: self.shown,
-                last_shown: self.last_shown,
-                rises: self.rises.clone(),
-                fullness: None,
-            };
-            self.restart();
-            // After a drop (an OOM's process gone) the old peaks say
-            // nothing about the risk now, nor does the interval's peak:
-            // it was read before the drop.
-            let undo = if change < 0.0 {
-                pt.peak = used;
-                Undo {
-                    fullness: Some(std::mem::take(&mut self.fullness)),
-                    ..undo
-                }
-            } else {
-                undo
-            };
-            self.undo = Some(Box::new(undo));
+            // (unless the next sample comes back: `transient`).
+            self.set_aside(t_ms, change, &mut pt);
         }
         // At most `MAX_POINTS` points span the window: a sample within
         // `spacing` of the first sample the last point holds folds into it
@@ -353,9 +290,7 @@ impl Envelope {
         let mut forecast = self.hold(candidate, at_risk_pct.is_some(), p);
         // The shift's own sample: a transient or a new level, it cannot
         // tell yet; the forecast shown before stays until the next one.
-        if let Some(u) = self.undo.as_ref().filter(|u| u.at == t_ms) {
-            forecast = forecast.or(u.forecast);
-        }
+        forecast = forecast.or(self.shown_while_shifting(t_ms));
         Outlook {
             forecast,
             rate,
@@ -657,5 +592,6 @@ mod decel;
 mod rises;
 #[cfg(test)]
 mod tests;
+mod transient;
 
 pub(crate) use rises::{Confirm, Rises};
