@@ -188,16 +188,9 @@ fn the_corpus_recorded_after_the_fifth_round_scores_at_least_as_it_did() {
 /// regime (`Envelope::undo`): 8 of 9, 4 of 4 — this set is tuned on since.
 #[test]
 fn the_corpus_recorded_in_the_seventh_session_scores_at_least_as_it_did() {
-    let runs = corpus("sixth");
-    let s = Summary::of(&runs);
-    assert_eq!((s.runs, s.oom_runs, s.checkpoints), (7, 4, 9), "{s:?}");
-    assert!(s.held >= 8, "{s:?}");
+    // Two KV caches, both alarmed.
+    let s = scored_set("sixth", (7, 4, 9), 8, 24.5, 2);
     assert!(s.shown_by_30 >= 4, "{s:?}");
-    assert!(s.false_alarm_runs <= 2, "{s:?}");
-    for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
-        assert!(r.label.starts_with("kv_plateau"), "{r:?}");
-    }
-    assert!(s.slowest_leak_flag_s.is_some_and(|x| x <= 24.5), "{s:?}");
 }
 
 /// Recorded on the H200 after the sixth round was final
@@ -215,6 +208,18 @@ fn the_corpus_recorded_after_the_sixth_round_scores_at_least_as_it_did() {
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
 fn held_out(set: &str, shape: (usize, usize, usize), held: usize, slowest_leak_s: f64) -> Summary {
+    scored_set(set, shape, held, slowest_leak_s, 1)
+}
+
+/// As [`held_out`], with at most `false_alarms` runs alarmed (each a KV
+/// cache's).
+fn scored_set(
+    set: &str,
+    shape: (usize, usize, usize),
+    held: usize,
+    slowest_leak_s: f64,
+    false_alarms: usize,
+) -> Summary {
     let runs = corpus(set);
     let s = Summary::of(&runs);
     assert_eq!((s.runs, s.oom_runs, s.checkpoints), shape, "{set}: {s:?}");
@@ -223,7 +228,7 @@ fn held_out(set: &str, shape: (usize, usize, usize), held: usize, slowest_leak_s
         s.slowest_leak_flag_s.is_some_and(|x| x <= slowest_leak_s),
         "{set}: {s:?}"
     );
-    assert!(s.false_alarm_runs <= 1, "{set}: {s:?}");
+    assert!(s.false_alarm_runs <= false_alarms, "{set}: {s:?}");
     for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
         assert!(r.label.starts_with("kv_plateau"), "{set}: {r:?}");
     }

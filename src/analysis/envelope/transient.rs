@@ -14,7 +14,7 @@ pub(super) const TRANSIENT_MS: Millis = 1500;
 
 /// What a level shift ended, for [`Envelope::undo`].
 #[derive(Clone, Debug)]
-pub(crate) struct Undo {
+pub(super) struct Undo {
     /// When the shift came.
     at: Millis,
     points: VecDeque<Point>,
