@@ -133,8 +133,13 @@ impl Default for EnvelopeParams {
     }
 }
 
-/// Most points a regime keeps (pairs cost O(n²)).
+/// About how many points a regime keeps (pairs cost O(n²)): the window
+/// over this is the points' spacing.
 const MAX_POINTS: usize = 120;
+
+/// A sample within this share of the points' spacing of the first sample a
+/// point holds folds into it (see [`Envelope::observe`]).
+const FOLD_SHARE: f64 = 0.9;
 
 #[derive(Clone, Copy, Debug)]
 struct Point {
@@ -167,20 +172,28 @@ pub(crate) struct Outlook {
     pub candidate: Option<Forecast>,
 }
 
-/// The forecaster of one GPU.
+/// What the forecaster knows of the current regime (since the last level
+/// shift): everything a level shift ends, and a transient brings back
+/// whole ([`transient`]).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Envelope {
+struct Regime {
     points: VecDeque<Point>,
-    /// (t, share of memory at the interval's peak), for the at-risk state.
-    fullness: VecDeque<(Millis, f64)>,
     /// The candidates since they began without a break.
     held: VecDeque<Held>,
     /// A forecast is being shown.
     shown: bool,
-    /// When a forecast was last shown (since the last level shift).
+    /// When a forecast was last shown.
     last_shown: Option<Millis>,
     /// Whether `used` is still reaching new highs.
     rises: Rises,
+}
+
+/// The forecaster of one GPU.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Envelope {
+    regime: Regime,
+    /// (t, share of memory at the interval's peak), for the at-risk state.
+    fullness: VecDeque<(Millis, f64)>,
     /// Why the last sample asked for a forecast gave no candidate (a
     /// diagnostic for traces).
     pub(crate) why: &'static str,
@@ -209,7 +222,7 @@ impl Envelope {
         p: &EnvelopeParams,
         want: bool,
     ) -> Outlook {
-        if self.points.back().is_some_and(|b| t_ms <= b.t) || m.total == 0 {
+        if self.regime.points.back().is_some_and(|b| t_ms <= b.t) || m.total == 0 {
             return Outlook::default();
         }
         let used = m.used as f64;
@@ -222,38 +235,47 @@ impl Envelope {
         };
         let shift = p.shift_frac * total;
         self.come_back(t_ms, used, shift, &mut pt);
-        let change = self.points.back().map_or(0.0, |last| used - last.used);
+        let change = self
+            .regime
+            .points
+            .back()
+            .map_or(0.0, |last| used - last.used);
         if change.abs() >= shift {
             // A level shift: what came before says nothing about now
             // (unless the next sample comes back: `transient`).
             self.set_aside(t_ms, change, &mut pt);
         }
-        // At most `MAX_POINTS` points span the window: a sample within
-        // `spacing` of the first sample the last point holds folds into it
-        // (its peak kept) instead of adding one, so at a sub-second
-        // interval the points stay `spacing` apart (the regime's first
-        // point is never folded into).
+        // About `MAX_POINTS` points span the window: a sample within
+        // `FOLD_SHARE` of `spacing` of the first sample the last point
+        // holds folds into it (its peak kept) instead of adding one, so at
+        // a sub-second interval the points stay about `spacing` apart (the
+        // regime's first point is never folded into). Not within the whole
+        // spacing: at a 1 s interval the sampler's rounds land 999-1001 ms
+        // apart, and a third of the readings would fold into the one before
+        // (its `used` lost, a transient's rise among them).
         let spacing = p.window.as_millis() as u64 / MAX_POINTS as u64;
-        let several = self.points.len() > 1;
-        match self.points.back_mut() {
-            Some(last) if several && t_ms.saturating_sub(last.since) < spacing => {
+        let fold = (spacing as f64 * FOLD_SHARE) as u64;
+        let several = self.regime.points.len() > 1;
+        match self.regime.points.back_mut() {
+            Some(last) if several && t_ms.saturating_sub(last.since) < fold => {
                 last.peak = last.peak.max(pt.peak);
                 last.used = pt.used;
                 last.t = t_ms;
             }
-            _ => self.points.push_back(pt),
+            _ => self.regime.points.push_back(pt),
         }
         let keep = p.window.as_millis() as u64;
         while self
+            .regime
             .points
             .front()
             .is_some_and(|f| t_ms.saturating_sub(f.t) > keep)
         {
-            self.points.pop_front();
+            self.regime.points.pop_front();
         }
         // A new high is a rise of more than 0.1 % of the GPU (that the next
         // reading confirms: `Rises`).
-        self.rises.observe(t_ms, used, total / 1000.0);
+        self.regime.rises.observe(t_ms, used, total / 1000.0);
         let at_risk_pct = self.fullness(t_ms, m.pct_full(pt.peak as u64), p);
         // The regime's rate, fitted once: shown, and the candidate's basis.
         let rate = self.regime_rate(t_ms, p);
@@ -303,11 +325,7 @@ impl Envelope {
     /// Forgets the regime (a level shift, or the forecast's basis changed
     /// between the driver's reading and the allocators' demand).
     pub(crate) fn restart(&mut self) {
-        self.points.clear();
-        self.held.clear();
-        self.shown = false;
-        self.last_shown = None;
-        self.rises.clear();
+        self.regime = Regime::default();
         self.undo = None;
     }
 
@@ -327,12 +345,12 @@ impl Envelope {
 
     /// The Theil–Sen rate of the regime, once it is old enough.
     fn regime_rate(&self, t: Millis, p: &EnvelopeParams) -> Option<Rate> {
-        let first = self.points.front()?;
+        let first = self.regime.points.front()?;
         let span_s = t.saturating_sub(first.t) as f64 / 1000.0;
-        if self.points.len() < p.min_points || span_s < p.min_regime.as_secs_f64() {
+        if self.regime.points.len() < p.min_points || span_s < p.min_regime.as_secs_f64() {
             return None;
         }
-        theil_sen(&self.points, span_s / 4.0)
+        theil_sen(&self.regime.points, span_s / 4.0)
     }
 
     /// The forecast the current regime gives, before it is held.
@@ -344,13 +362,17 @@ impl Envelope {
         gap_s: f64,
         p: &EnvelopeParams,
     ) -> Result<Forecast, Refusal> {
-        let n = self.points.len();
-        let first = self.points.front().ok_or(Refusal::Because("no points"))?;
+        let n = self.regime.points.len();
+        let first = self
+            .regime
+            .points
+            .front()
+            .ok_or(Refusal::Because("no points"))?;
         let span_s = t.saturating_sub(first.t) as f64 / 1000.0;
         if n < p.min_points || span_s < p.min_regime.as_secs_f64() {
             return Err(Refusal::Because("young regime"));
         }
-        if !self.rises.current(t) {
+        if !self.regime.rises.current(t) {
             return Err(Refusal::Because("no new high"));
         }
         let rate = rate.ok_or(Refusal::Because("few pairs"))?;
@@ -373,6 +395,7 @@ impl Envelope {
         }
         // The baseline now: the line through the points, at `t`.
         let mut at_now: Vec<f64> = self
+            .regime
             .points
             .iter()
             .map(|q| q.used + rate.bps * (t - q.t) as f64 / 1000.0)
@@ -380,6 +403,7 @@ impl Envelope {
         let base = quantile(&mut at_now, 0.1);
         let line = |q: &Point| base - rate.bps * (t - q.t) as f64 / 1000.0;
         let excursion = self
+            .regime
             .points
             .iter()
             .map(|q| q.peak - line(q))
@@ -394,7 +418,7 @@ impl Envelope {
         //   evaluation pass, a retry after the allocator freed its cache)
         //   that comes and goes is not a step of the growth.
         let skip = (n / 2).min(n.saturating_sub(p.min_points));
-        let newer = || self.points.iter().skip(skip).map(|q| q.used);
+        let newer = || self.regime.points.iter().skip(skip).map(|q| q.used);
         let alloc = newer()
             .zip(newer().skip(1))
             .map(|(a, b)| b - a)
@@ -457,43 +481,45 @@ impl Envelope {
         p: &EnvelopeParams,
     ) -> Option<Forecast> {
         let Some(f) = candidate else {
-            self.held.clear();
-            self.shown = false;
+            self.regime.held.clear();
+            self.regime.shown = false;
             return None;
         };
         // A forecast that went away for less than `hold` (the baseline
         // touched the top for a sample or two, a cache release) comes back
         // at once: it was steady, and it is not flicker to show it again.
         let hold = p.hold.as_millis() as u64;
-        if self.shown
+        if self.regime.shown
             || at_risk
             || self
+                .regime
                 .last_shown
                 .is_some_and(|l| f.made_ms.saturating_sub(l) <= hold)
         {
-            self.shown = true;
-            self.last_shown = Some(f.made_ms);
+            self.regime.shown = true;
+            self.regime.last_shown = Some(f.made_ms);
             return Some(f);
         }
         let now = Held::of(&f);
         let t = now.made;
-        self.held.push_back(now);
+        self.regime.held.push_back(now);
         // Keep one candidate at least `hold` old, and the ones since.
-        while self.held.len() > 1 && t.saturating_sub(self.held[1].made) >= hold {
-            self.held.pop_front();
+        while self.regime.held.len() > 1 && t.saturating_sub(self.regime.held[1].made) >= hold {
+            self.regime.held.pop_front();
         }
-        let t0 = self.held.front()?.made;
+        let t0 = self.regime.held.front()?.made;
         if t.saturating_sub(t0) < hold {
             self.why = "holding";
             return None;
         }
         let steady = self
+            .regime
             .held
             .iter()
             .all(|h| h.agrees(&now, p.max_slip, p.max_slip_rel));
-        self.shown = steady;
+        self.regime.shown = steady;
         if steady {
-            self.last_shown = Some(t);
+            self.regime.last_shown = Some(t);
         } else {
             self.why = "unsteady";
         }
@@ -545,53 +571,12 @@ impl Held {
     }
 }
 
-/// The largest rise between consecutive values of the series' lower
-/// envelope (each value replaced by the lowest from it on): the steps that
-/// stay, not the spikes that fall back.
-fn persistent_step(values: impl DoubleEndedIterator<Item = f64>) -> f64 {
-    let mut step = 0.0f64;
-    let mut later_min = f64::INFINITY;
-    for v in values.rev() {
-        let here = v.min(later_min);
-        if later_min.is_finite() {
-            step = step.max(later_min - here);
-        }
-        later_min = here;
-    }
-    step
-}
-
-/// Theil–Sen over pairs at least `min_dt_s` apart (so a staircase's steps
-/// average out): the median slope and Sen's 90 % confidence interval for
-/// it (ranks `(N ∓ z·√(n(n−1)(2n+5)/18))/2` of the N pairwise slopes,
-/// applied as quantiles to the pairs kept), bytes/s.
-fn theil_sen(points: &VecDeque<Point>, min_dt_s: f64) -> Option<Rate> {
-    let mut slopes = Vec::with_capacity(points.len() * points.len() / 2);
-    for (i, a) in points.iter().enumerate() {
-        for b in points.iter().skip(i + 1) {
-            let dt = (b.t - a.t) as f64 / 1000.0;
-            if dt >= min_dt_s && dt > 0.0 {
-                slopes.push((b.used - a.used) / dt);
-            }
-        }
-    }
-    if slopes.len() < 3 {
-        return None;
-    }
-    let n = points.len() as f64;
-    let all = n * (n - 1.0) / 2.0;
-    let c = 1.645 * (n * (n - 1.0) * (2.0 * n + 5.0) / 18.0).sqrt();
-    let half = (c / all / 2.0).min(0.5);
-    let bps = quantile(&mut slopes, 0.5);
-    let low = quantile(&mut slopes, 0.5 - half);
-    let high = quantile(&mut slopes, 0.5 + half);
-    Some(Rate { bps, low, high })
-}
-
 mod decel;
+mod fit;
 mod rises;
 #[cfg(test)]
 mod tests;
 mod transient;
 
+use fit::{persistent_step, theil_sen};
 pub(crate) use rises::{Confirm, Rises};

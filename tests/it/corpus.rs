@@ -61,9 +61,11 @@ fn the_tuning_corpus_scores_at_least_as_well_as_when_tuned() {
         assert!(r.label.starts_with("kv_plateau"), "{r:?}");
     }
     // From the driver's figures alone (the saturated runs are at risk,
-    // not forecast): 10 held and 4 at risk.
+    // not forecast): 10 held and 4 at risk when tuned; 9 and 4 since a
+    // reading 999 ms after the last stays its own point (55 of 97 held
+    // over every set from the driver alone, 54 before).
     let s = Summary::of(&corpus_with("tune", &nvml_only()));
-    assert!(s.held >= 10 && s.held + s.at_risk_only >= 14, "{s:?}");
+    assert!(s.held >= 9 && s.held + s.at_risk_only >= 13, "{s:?}");
     assert!(s.false_alarm_runs <= 1, "{s:?}");
 }
 
@@ -112,12 +114,15 @@ fn the_corpus_recorded_after_tuning_scores_at_least_as_it_did() {
 /// runs, no false alarm. The third round (the latest end from the
 /// allocators' demand) was designed on its `grad_accum` trace and holds
 /// all 12; from the driver's figures alone 9 hold (at risk, the
-/// demand gave the tenth).
+/// demand gave the tenth). Since a reading 999 ms after the last stays its
+/// own point (2026-12-02), `two_proc`'s T−10 s is a miss (the demand's
+/// range after the spike that preceded the OOM ran 0–2 s; it was 1 s of
+/// 0–41 s): 11.
 #[test]
 fn the_corpus_recorded_after_the_second_tuning_scores_at_least_as_it_did() {
     let s = Summary::of(&corpus("fresh"));
     assert_eq!((s.runs, s.oom_runs, s.checkpoints), (6, 5, 12), "{s:?}");
-    assert_eq!(s.held, 12, "{s:?}");
+    assert!(s.held >= 11, "{s:?}");
     assert!(Summary::of(&corpus_with("fresh", &nvml_only())).held >= 9);
     assert!(s.shown_by_30 >= 5, "{s:?}");
     assert_eq!(s.false_alarm_runs, 0, "{s:?}");
@@ -194,14 +199,26 @@ fn the_corpus_recorded_in_the_seventh_session_scores_at_least_as_it_did() {
 }
 
 /// Recorded on the H200 after the sixth round was final
-/// (plans/seventh.plan, seed 10); only its first run came back (the
-/// device time ran out): `two_proc` ×1, 2 of 2 held, shown 32 s before
-/// the OOM. Its spikes stayed under a level shift, so the sixth round's
-/// rule was not what held it.
+/// (plans/seventh.plan, seed 10): its first run on 2026-12-01 (the device
+/// time ran out after it), the other six on 2026-12-02
+/// (plans/seventh-rest.plan) before any analysis change. Scored then, its
+/// held-out figure: 7 of 8 held, shown by T−30 s on 4 of 4, leak flags
+/// 19–24 s, false alarms on 2 of 3 (the KV cache's leak flag, and a
+/// forecast for 4 s on `healthy_train` ×0.9, whose sequence-length warm-up
+/// grew at 1.6 GiB/s, under a fill's rate). Its `eval_spike` trace then
+/// showed readings 999 ms after the last folded into it (a spike's rise
+/// lost); with that fixed, 8 of 8 — tuned on since.
 #[test]
 fn the_corpus_recorded_after_the_sixth_round_scores_at_least_as_it_did() {
-    let s = held_out("seventh", (1, 1, 2), 2, 21.5);
-    assert!(s.shown_by_30 >= 1, "{s:?}");
+    let s = scored_set_allowing(
+        "seventh",
+        (7, 4, 8),
+        8,
+        24.5,
+        2,
+        &["kv_plateau", "healthy_train"],
+    );
+    assert!(s.shown_by_30 >= 4, "{s:?}");
 }
 
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
@@ -220,6 +237,25 @@ fn scored_set(
     slowest_leak_s: f64,
     false_alarms: usize,
 ) -> Summary {
+    scored_set_allowing(
+        set,
+        shape,
+        held,
+        slowest_leak_s,
+        false_alarms,
+        &["kv_plateau"],
+    )
+}
+
+/// As [`scored_set`], the runs that may alarm named by their workloads.
+fn scored_set_allowing(
+    set: &str,
+    shape: (usize, usize, usize),
+    held: usize,
+    slowest_leak_s: f64,
+    false_alarms: usize,
+    may_alarm: &[&str],
+) -> Summary {
     let runs = corpus(set);
     let s = Summary::of(&runs);
     assert_eq!((s.runs, s.oom_runs, s.checkpoints), shape, "{set}: {s:?}");
@@ -230,7 +266,10 @@ fn scored_set(
     );
     assert!(s.false_alarm_runs <= false_alarms, "{set}: {s:?}");
     for r in runs.iter().filter(|r| !r.false_alarms.is_empty()) {
-        assert!(r.label.starts_with("kv_plateau"), "{set}: {r:?}");
+        assert!(
+            may_alarm.iter().any(|w| r.label.starts_with(w)),
+            "{set}: {r:?}"
+        );
     }
     s
 }
@@ -281,7 +320,9 @@ fn score_prints_the_table_and_says_what_is_missing() {
 /// (docs/analysis.md, "Seventh session"); the other misses are in the
 /// first seconds of a growth. The one left: `heldout/`'s
 /// fragment/expandable at T−10 s, whose range (2–9 s) ended a second too
-/// early.
+/// early. 47 since a reading 999 ms after the last stays its own point:
+/// `fresh/`'s `two_proc` at T−10 s (see its test); 61 of 63 with
+/// `sixth/` and `seventh/`.
 #[test]
 fn once_the_growth_has_run_fifteen_seconds_the_forecast_holds() {
     let sets = [
@@ -295,5 +336,5 @@ fn once_the_growth_has_run_fifteen_seconds_the_forecast_holds() {
         held += s.settled_held;
     }
     assert_eq!(n, 49);
-    assert!(held >= 48, "{held} of {n}");
+    assert!(held >= 47, "{held} of {n}");
 }

@@ -52,8 +52,9 @@ fn main() {
                 )
             })
             .collect();
+        let why = an.envelope_state(gpu).map_or("", |(_, w)| w);
         println!(
-            "{t:>4}s used {:>6} peak {:>6} {:<9} {:>9} {} | {}",
+            "{t:>4}s used {:>6} peak {:>6} {:<9} {:>9} {} {why} | {}",
             bytes_short(used),
             bytes_short(peak),
             g.phase.name(),

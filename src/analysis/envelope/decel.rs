@@ -35,8 +35,8 @@ impl Envelope {
         if span_s < p.decel_after.as_secs_f64() {
             return None;
         }
-        let last = self.points.back()?.t;
-        let judged = self.points.iter().skip(self.points.len() / 4);
+        let last = self.regime.points.back()?.t;
+        let judged = self.regime.points.iter().skip(self.regime.points.len() / 4);
         let first = judged.clone().next()?.t;
         let span_s = last.saturating_sub(first) as f64 / 1000.0;
         let mut fallen = 0.0;
@@ -74,7 +74,7 @@ impl Envelope {
     /// [`LEVEL_MIN`] of the GPU of where the memory is now (it has levelled
     /// off already).
     pub(super) fn levelling(&self, a: Rate, b: Rate, span_s: f64, m: MemInfo) -> Option<f64> {
-        let last = self.points.back()?;
+        let last = self.regime.points.back()?;
         if b.bps <= 0.0 {
             return None;
         }

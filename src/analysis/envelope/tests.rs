@@ -90,7 +90,42 @@ fn a_sub_second_interval_is_forecast_as_a_one_second_one() {
     let (i, f) = first.expect("a forecast");
     assert!(i <= 25 * 5, "shown {} s in", i / 5);
     assert!(f.contains(1_000_000 + 80_000), "{f:?}");
-    assert!(e.points.len() <= 61, "{} points for 60 s", e.points.len());
+    assert!(
+        e.regime.points.len() <= 61,
+        "{} points for 60 s",
+        e.regime.points.len()
+    );
+}
+
+#[test]
+fn a_one_second_interval_keeps_every_reading() {
+    // At `--interval 1s` the sampler's rounds land 999-1001 ms apart (seen
+    // in every H200 recording). A reading 999 ms after the last is its own
+    // point: folded into the one before, its `used` was lost, and with it
+    // the rise of a one-sample evaluation spike, which the earliest end
+    // must allow for (corpus seventh/02 and sixth/05 at T-30 s: the range
+    // began 4 s after the OOM). 0.25 GiB/s from 120 GiB, a 2 GiB spike
+    // for one reading at 21 s (the next reading 999 ms later).
+    let p = EnvelopeParams::default();
+    let mut e = Envelope::default();
+    let jitter = [999u64, 1000, 1001];
+    let mut t = 1_000_000u64;
+    let mut last = Outlook::default();
+    for i in 0..30u64 {
+        let base = 120.0 * GIB + 0.25 * GIB * i as f64;
+        let u = if i == 21 { base + 2.0 * GIB } else { base };
+        last = e.observe(t, mem(u), Some(u as u64), 1.0, &p, true);
+        t += jitter[i as usize % 3];
+    }
+    assert_eq!(e.regime.points.len(), 30, "every reading a point");
+    let f = last.forecast.expect("a forecast");
+    // Room at the peaks ~ 140.4 - 0.6 - 127.25 - 2 GiB; the earliest end
+    // leaves room for the spike's 2 GiB rise on top of that.
+    let at_peaks_s = f.eta_s;
+    assert!(
+        f.low_s <= at_peaks_s - 2.0 * GIB / f.rate.high.max(f.rate.bps) + 0.5,
+        "{f:?}"
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Envelope, Held, Point, Rises};
+use super::{Envelope, Point, Regime};
 use crate::analysis::forecast::Forecast;
 use crate::model::Millis;
 
@@ -17,11 +17,7 @@ pub(super) const TRANSIENT_MS: Millis = 1500;
 pub(super) struct Undo {
     /// When the shift came.
     at: Millis,
-    points: VecDeque<Point>,
-    held: VecDeque<Held>,
-    shown: bool,
-    last_shown: Option<Millis>,
-    rises: Rises,
+    regime: Regime,
     /// The forecast shown before the shift: still shown for the shift's
     /// own sample, which cannot yet tell a transient from a new level.
     forecast: Option<Forecast>,
@@ -36,12 +32,8 @@ impl Envelope {
     pub(super) fn set_aside(&mut self, t_ms: Millis, change: f64, pt: &mut Point) {
         let mut undo = Undo {
             at: t_ms,
-            forecast: self.last.filter(|_| self.shown),
-            points: std::mem::take(&mut self.points),
-            held: std::mem::take(&mut self.held),
-            shown: self.shown,
-            last_shown: self.last_shown,
-            rises: self.rises.clone(),
+            forecast: self.last.filter(|_| self.regime.shown),
+            regime: std::mem::take(&mut self.regime),
             fullness: None,
         };
         self.restart();
@@ -65,19 +57,21 @@ impl Envelope {
             return;
         };
         let back = u
+            .regime
             .points
             .back()
             .is_some_and(|b| (used - b.used).abs() < shift);
         if !back || t_ms.saturating_sub(u.at) > TRANSIENT_MS {
             return;
         }
-        let top = self.points.iter().map(|q| q.peak).fold(0.0, f64::max);
+        let top = self
+            .regime
+            .points
+            .iter()
+            .map(|q| q.peak)
+            .fold(0.0, f64::max);
         pt.peak = pt.peak.max(top);
-        self.points = u.points;
-        self.held = u.held;
-        self.shown = u.shown;
-        self.last_shown = u.last_shown;
-        self.rises = u.rises;
+        self.regime = u.regime;
         if let Some(f) = u.fullness {
             self.fullness = f;
         }
