@@ -221,6 +221,20 @@ fn the_corpus_recorded_after_the_sixth_round_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 4, "{s:?}");
 }
 
+/// Held out from everything the session of 2026-12-02 changed
+/// (plans/eighth.plan, seed 11, written and its first job recorded before
+/// any analysis change, the rest recorded before the change was made, and
+/// scored once, after it was final): 7 of 9 held, shown by T−30 s on 4 of
+/// 4, the KV cache's leak flag the one false alarm; leak flags 20–45 s
+/// after the growth began (`curriculum` 45 s, `eval_spike` 39 s), and
+/// `vision_leak` ×1.2 (19 s from growth to OOM) never flagged. The code
+/// before that session's change scores it the same (7 of 9).
+#[test]
+fn the_corpus_held_out_from_the_fold_fix_scores_at_least_as_it_did() {
+    let s = scored_set("eighth", (8, 5, 9), 7, 45.5, 1);
+    assert!(s.shown_by_30 >= 4, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
