@@ -134,12 +134,8 @@ impl Default for EnvelopeParams {
 }
 
 /// About how many points a regime keeps (pairs cost O(n²)): the window
-/// over this is the points' spacing.
+/// over this is the points' spacing (see [`Envelope::observe`]).
 const MAX_POINTS: usize = 120;
-
-/// A sample within this share of the points' spacing of the first sample a
-/// point holds folds into it (see [`Envelope::observe`]).
-const FOLD_SHARE: f64 = 0.9;
 
 #[derive(Clone, Copy, Debug)]
 struct Point {
@@ -245,19 +241,25 @@ impl Envelope {
             // (unless the next sample comes back: `transient`).
             self.set_aside(t_ms, change, &mut pt);
         }
-        // About `MAX_POINTS` points span the window: a sample within
-        // `FOLD_SHARE` of `spacing` of the first sample the last point
-        // holds folds into it (its peak kept) instead of adding one, so at
-        // a sub-second interval the points stay about `spacing` apart (the
-        // regime's first point is never folded into). Not within the whole
-        // spacing: at a 1 s interval the sampler's rounds land 999-1001 ms
-        // apart, and a third of the readings would fold into the one before
-        // (its `used` lost, a transient's rise among them).
+        // About `MAX_POINTS` points span the window: at a sub-second
+        // interval a sample folds into the last point (its peak kept)
+        // instead of adding one, while the time since that point's first
+        // sample plus half the gap since its last is under `spacing`, so
+        // the points stay about `spacing` apart (the regime's first point
+        // is never folded into). The half gap keeps a reading's own
+        // interval out of the fold: at 1 s (rounds 999-1001 ms apart, or a
+        // late one followed by a short gap) and at 900 ms every reading is
+        // a point; a whole-spacing rule had folded a third of the 1 s
+        // readings into the one before (their `used` lost, a transient's
+        // rise among them).
         let spacing = p.window.as_millis() as u64 / MAX_POINTS as u64;
-        let fold = (spacing as f64 * FOLD_SHARE) as u64;
         let several = self.regime.points.len() > 1;
         match self.regime.points.back_mut() {
-            Some(last) if several && t_ms.saturating_sub(last.since) < fold => {
+            Some(last)
+                if several
+                    && t_ms.saturating_sub(last.since) + t_ms.saturating_sub(last.t) / 2
+                        < spacing =>
+            {
                 last.peak = last.peak.max(pt.peak);
                 last.used = pt.used;
                 last.t = t_ms;

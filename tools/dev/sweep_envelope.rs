@@ -1,5 +1,6 @@
-//! Scores the whole corpus (every set in `tests/fixtures/corpus/` but
-//! `eighth/`, held out until the end of the session that recorded it) with
+//! Scores the corpus (every set in `tests/fixtures/corpus/` up to
+//! `seventh/`; `eighth/` was held out from the session that recorded it,
+//! and the next held-out set should be left out the same way) with
 //! the default analysis and then with each variant given, one summary line
 //! each: a tool for trying a forecaster parameter on real recordings
 //! before changing it. A variant is `key=value[,key=value...]`, keys the

@@ -76,7 +76,8 @@ fn a_reading_at_a_tooths_top_does_not_hide_the_growth() {
 fn a_sub_second_interval_is_forecast_as_a_one_second_one() {
     // 0.5 GiB/s from 100 GiB, read every 200 ms (`--interval 200ms`):
     // full at 80 s. Samples closer than the points' spacing fold into the
-    // last point; the regime must still grow.
+    // last point (see `points_stay_about_a_second_apart_at_any_interval`);
+    // the regime must still grow.
     let p = EnvelopeParams::default();
     let mut e = Envelope::default();
     let mut first = None;
@@ -119,13 +120,47 @@ fn a_one_second_interval_keeps_every_reading() {
     }
     assert_eq!(e.regime.points.len(), 30, "every reading a point");
     let f = last.forecast.expect("a forecast");
-    // Room at the peaks ~ 140.4 - 0.6 - 127.25 - 2 GiB; the earliest end
-    // leaves room for the spike's 2 GiB rise on top of that.
-    let at_peaks_s = f.eta_s;
+    // Room at the peaks ~ 140 - 127.25 - 2 GiB (the spike's top); the
+    // earliest end leaves room for the spike's 2 GiB rise on top of that,
+    // at the fast end of the rate.
+    let room = f.eta_s * f.rate.bps;
     assert!(
-        f.low_s <= at_peaks_s - 2.0 * GIB / f.rate.high.max(f.rate.bps) + 0.5,
+        f.low_s <= (room - 2.0 * GIB) / f.rate.high.max(f.rate.bps) + 0.5,
         "{f:?}"
     );
+}
+
+#[test]
+fn points_stay_about_a_second_apart_at_any_interval() {
+    // A reading is a point at 900 ms and at 1 s, jitter or a late round
+    // included; faster readings fold into points ~1 s apart.
+    let p = EnvelopeParams::default();
+    for (interval, want) in [
+        (100u64, 60..=61),
+        (200, 60..=61),
+        (500, 60..=61),
+        (900, 66..=67),
+    ] {
+        let mut e = Envelope::default();
+        let mut t = 1_000_000u64;
+        let n = 60_000 / interval;
+        for i in 0..n {
+            let u = 100.0 * GIB + 0.1 * GIB * i as f64;
+            e.observe(t, mem(u), Some(u as u64), 0.1, &p, true);
+            // ±1 ms of jitter.
+            t += interval + [0, 1, 0][i as usize % 3] - [0, 0, 1][i as usize % 3];
+        }
+        let points = e.regime.points.len();
+        assert!(want.contains(&points), "{interval} ms: {points} points");
+    }
+    // A 1 s round 150 ms late, and the next on time 850 ms after it.
+    let mut e = Envelope::default();
+    let times = [0u64, 1000, 2000, 3150, 4000, 5000, 6000, 7000];
+    for (i, dt) in times.iter().enumerate() {
+        let u = 100.0 * GIB + GIB * i as f64;
+        e.observe(1_000_000 + dt, mem(u), Some(u as u64), 1.0, &p, true);
+    }
+    assert_eq!(e.regime.points.len(), times.len());
 }
 
 #[test]
