@@ -30,9 +30,11 @@ impl Envelope {
     /// A level shift by `change` at `t_ms` (the sample `pt`): the regime
     /// starts again, what it ended kept for one sample.
     pub(super) fn set_aside(&mut self, t_ms: Millis, change: f64, pt: &mut Point) {
+        // Read before the regime is taken (it says whether one was shown).
+        let forecast = self.last.filter(|_| self.regime.shown);
         let mut undo = Undo {
             at: t_ms,
-            forecast: self.last.filter(|_| self.regime.shown),
+            forecast,
             regime: std::mem::take(&mut self.regime),
             fullness: None,
         };
