@@ -148,7 +148,7 @@ fn points_stay_about_a_second_apart_at_any_interval() {
             let u = 100.0 * GIB + 0.1 * GIB * i as f64;
             e.observe(t, mem(u), Some(u as u64), 0.1, &p, true);
             // ±1 ms of jitter.
-            t += interval + [0, 1, 0][i as usize % 3] - [0, 0, 1][i as usize % 3];
+            t = (t + interval + 1) - i % 3;
         }
         let points = e.regime.points.len();
         assert!(want.contains(&points), "{interval} ms: {points} points");
