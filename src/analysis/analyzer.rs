@@ -270,10 +270,9 @@ impl Analyzer {
         self.gpus.get(&index).map(|t| &t.a)
     }
 
-    /// The GPU forecaster's last candidate and why it gave none (for
-    /// traces: `tools/dev/trace_analysis.rs`).
-    #[doc(hidden)]
-    pub fn envelope_state(&self, index: u32) -> Option<(Option<Forecast>, &'static str)> {
+    /// The GPU forecaster's last candidate and why it gave none (traces).
+    #[cfg(test)]
+    pub(crate) fn envelope_state(&self, index: u32) -> Option<(Option<Forecast>, &'static str)> {
         self.gpus
             .get(&index)
             .map(|t| (t.envelope.last, t.envelope.why))

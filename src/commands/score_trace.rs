@@ -109,17 +109,33 @@ fn params() -> AnalysisConfig {
 /// A parameter sweep over the corpus: `VW_SETS=tune,quick VW_PARAMS=
 /// "decel=0.7,decel_after=16" cargo test --release --lib
 /// commands::score::trace::sweep -- --ignored --nocapture` prints each
-/// set's summary line under the given forecaster parameters.
+/// set's summary line under the given forecaster parameters, then one for
+/// all of them together (`VW_SETS=all`: every set in the corpus folder;
+/// leave out a set recorded to be held out until the change it checks is
+/// final).
 #[test]
 #[ignore = "a diagnostic: set VW_SETS and VW_PARAMS"]
 fn sweep() {
     let Ok(sets) = std::env::var("VW_SETS") else {
         return;
     };
+    let root = Path::new("tests/fixtures/corpus");
+    let sets: Vec<String> = if sets == "all" {
+        let mut all: Vec<String> = std::fs::read_dir(root)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        all.sort();
+        all
+    } else {
+        sets.split(',').map(str::to_owned).collect()
+    };
     let cfg = params();
-    for set in sets.split(',') {
-        let dir = Path::new("tests/fixtures/corpus").join(set);
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
+    let mut every = Vec::new();
+    for set in &sets {
+        let mut files: Vec<_> = std::fs::read_dir(root.join(set))
             .unwrap()
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
@@ -129,26 +145,33 @@ fn sweep() {
             .iter()
             .map(|f| super::score_file(f, &super::truth_beside(f), &cfg).unwrap())
             .collect();
-        let s = crate::analysis::truth::Summary::of(&runs);
-        println!(
-            "{set:8} held {}/{} settled {}/{} width {} risk+{} shown30 {}/{} leak<= {:?} never {} FA {}/{}",
-            s.held,
-            s.checkpoints,
-            s.settled_held,
-            s.settled_checkpoints,
-            s.held_width.map_or("-".into(), |w| format!("{w:.2}")),
-            s.at_risk_only,
-            s.shown_by_30,
-            s.could_show_by_30,
-            s.slowest_leak_flag_s.map(|x| x.round()),
-            s.never_flagged,
-            s.false_alarm_runs,
-            s.no_alarm_runs
-        );
+        summary_line(set, &runs);
         if std::env::var("VW_VERBOSE").is_ok() {
             print!("{}", crate::analysis::truth::markdown(&runs));
         }
+        every.extend(runs);
     }
+    summary_line("all", &every);
+}
+
+/// One summary line of [`sweep`].
+fn summary_line(set: &str, runs: &[crate::analysis::truth::RunScore]) {
+    let s = crate::analysis::truth::Summary::of(runs);
+    println!(
+        "{set:8} held {}/{} settled {}/{} width {} risk+{} shown30 {}/{} leak<= {:?} never {} FA {}/{}",
+        s.held,
+        s.checkpoints,
+        s.settled_held,
+        s.settled_checkpoints,
+        s.held_width.map_or("-".into(), |w| format!("{w:.2}")),
+        s.at_risk_only,
+        s.shown_by_30,
+        s.could_show_by_30,
+        s.slowest_leak_flag_s.map(|x| x.round()),
+        s.never_flagged,
+        s.false_alarm_runs,
+        s.no_alarm_runs
+    );
 }
 
 /// Each process of the run's GPU, per snapshot: memory, rate, phase and

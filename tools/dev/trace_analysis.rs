@@ -52,9 +52,8 @@ fn main() {
                 )
             })
             .collect();
-        let why = an.envelope_state(gpu).map_or("", |(_, w)| w);
         println!(
-            "{t:>4}s used {:>6} peak {:>6} {:<9} {:>9} {} {why} | {}",
+            "{t:>4}s used {:>6} peak {:>6} {:<9} {:>9} {} | {}",
             bytes_short(used),
             bytes_short(peak),
             g.phase.name(),
