@@ -169,10 +169,17 @@ pub fn run_live(source: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
         l.local_addr()
             .map_or_else(|_| ui.serve.clone().unwrap_or_default(), |a| a.to_string())
     });
-    let pipeline = Pipeline::start(src, config.schedule(), AnalysisConfig::from_config(&config))
+    // The first frame shows memory and processes as soon as they are read
+    // (a preview snapshot); the other figures follow ~10 ms later.
+    let schedule = crate::sampler::Schedule {
+        preview: true,
+        ..config.schedule()
+    };
+    let pipeline = Pipeline::start(src, schedule, AnalysisConfig::from_config(&config))
         .context("starting the sampler")?;
-    // Subscribed before anything else: the first snapshot (~20 ms after
-    // the start) is the first frame's, and the stream does not replay.
+    // Subscribed before anything else: the first snapshot (the preview,
+    // ~15 ms after the start on an H200) is the first frame's, and the
+    // stream does not replay.
     let feed = Feed::Live(pipeline.hub().subscribe());
     let (note_tx, notes) = mpsc::unbounded_channel::<String>();
     let hook = super::start_hook(pipeline.hub(), &config, move |e| {
@@ -238,8 +245,8 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
     let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut notes = hooks.notes.take();
     let mut dirty = true;
-    // The first frame waits a moment for the first snapshot (~20 ms on an
-    // H200): painted before it, the screen is a skeleton ("no readings")
+    // The first frame waits a moment for the first snapshot (the preview
+    // of memory and processes): painted before it, the screen is a skeleton ("no readings")
     // that the next frame repaints whole, 1.7 KB for nothing.
     let first_by = tokio::time::Instant::now() + FIRST_FRAME_WAIT;
     let mut painted = false;

@@ -153,6 +153,7 @@ impl Config {
                 .alerts
                 .burst_level
                 .map(|l| (l, self.alerts.burst_interval)),
+            preview: false,
         }
     }
 }

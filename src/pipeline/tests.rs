@@ -19,6 +19,7 @@ fn start(scenario: &str, interval_ms: u64) -> Pipeline {
             proc_util: Duration::from_millis(interval_ms),
             proc_util_shown: Duration::from_millis(interval_ms),
             burst: None,
+            preview: false,
         },
         AnalysisConfig::default(),
     )

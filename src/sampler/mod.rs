@@ -117,6 +117,8 @@ impl Sampler {
             out: Publisher::new(out),
             seq: 0,
             bursting: vec![false; n],
+            preview: schedule.preview,
+            preview_out: false,
         };
         tokio::spawn(run.run(reply_rx, stop_rx));
         (
@@ -286,13 +288,18 @@ struct Run {
     seq: u64,
     /// GPUs whose fast lane runs at the burst period.
     bursting: Vec<bool>,
+    /// The first round is still to be a preview ([`Schedule::preview`]).
+    preview: bool,
+    /// The preview round has just closed: the first full round starts now.
+    preview_out: bool,
 }
 
-/// One normal round in progress.
+/// One normal (or preview) round in progress.
 struct Round {
     t_ms: Millis,
     waiting: HashSet<usize>,
     deadline: tokio::time::Instant,
+    preview: bool,
 }
 
 impl Run {
@@ -352,9 +359,15 @@ impl Run {
                         open = self.close_round(r);
                     }
                     let t = now_ms();
-                    let waiting = self.start_round(t, rounds);
-                    rounds += 1;
-                    let r = Round { t_ms: t, waiting, deadline: tokio::time::Instant::now() + grace };
+                    let preview = std::mem::take(&mut self.preview);
+                    let waiting = if preview {
+                        self.start_preview(t)
+                    } else {
+                        rounds += 1;
+                        self.start_round(t, rounds - 1)
+                    };
+                    let deadline = tokio::time::Instant::now() + grace;
+                    let r = Round { t_ms: t, waiting, deadline, preview };
                     if r.waiting.is_empty() {
                         open && self.close_round(r)
                     } else {
@@ -378,6 +391,9 @@ impl Run {
             };
             if !open {
                 break;
+            }
+            if std::mem::take(&mut self.preview_out) {
+                normal.reset_immediately();
             }
         }
         // Stopped: what was assembled still goes out, in order.
@@ -403,9 +419,22 @@ impl Run {
         waiting
     }
 
+    /// Asks every GPU for a preview read (memory and process lists); returns
+    /// the GPUs that were asked.
+    fn start_preview(&mut self, t: Millis) -> HashSet<usize> {
+        let mut waiting = HashSet::new();
+        for (i, w) in self.main.iter_mut().enumerate() {
+            if w.offer(Request::Preview(t), 1) {
+                waiting.insert(i);
+            }
+        }
+        waiting
+    }
+
     /// Assembles the round's snapshot and hands it to the host stage.
     /// Returns whether anybody still listens.
     fn close_round(&mut self, r: Round) -> bool {
+        self.preview_out |= r.preview;
         let snap = self.asm.publish(self.seq, r.t_ms);
         let fresh = self.host_facts.due(self.seq, self.wanted.host());
         if fresh {

@@ -32,6 +32,12 @@ pub struct Schedule {
     pub proc_util_shown: Duration,
     /// Burst sampling: from this memory % the fast lane runs at this period.
     pub burst: Option<(f64, Duration)>,
+    /// The first snapshot is a preview: memory and the process lists only,
+    /// with the first full read (utilisation, power, clocks, per-process
+    /// SM%: ~10 ms of cold NVML calls on an H200) started as soon as it is
+    /// out. For the dashboard's first frame; `record` and `serve` start
+    /// with a full read.
+    pub preview: bool,
 }
 
 impl Default for Schedule {
@@ -45,6 +51,7 @@ impl Default for Schedule {
             proc_util: Duration::from_secs(5),
             proc_util_shown: Duration::from_secs(2),
             burst: Some((90.0, Duration::from_millis(50))),
+            preview: false,
         }
     }
 }

@@ -16,6 +16,7 @@ fn quick_schedule() -> Schedule {
         proc_util: Duration::from_millis(200),
         proc_util_shown: Duration::from_millis(200),
         burst: None,
+        preview: false,
         pcie: Some(Duration::from_millis(400)),
         energy: Some(Duration::from_millis(400)),
     }
@@ -61,6 +62,7 @@ fn every_fifth_round() -> Schedule {
         proc_util: Duration::from_millis(250),
         proc_util_shown: Duration::from_millis(50),
         burst: None,
+        preview: false,
     }
 }
 
@@ -213,6 +215,7 @@ async fn a_slow_host_stage_never_reorders_snapshots_nor_invents_events() {
         proc_util: Duration::from_millis(50),
         proc_util_shown: Duration::from_millis(50),
         burst: None,
+        preview: false,
     };
     let (sampler, mut rx) = Sampler::spawn(Box::new(source), schedule);
     let mut got: Vec<Arc<Snapshot>> = Vec::new();
@@ -410,4 +413,51 @@ async fn host_facts_are_read_afresh_every_round_only_while_they_are_on_screen() 
     let g = gaps(from);
     assert!(g.len() >= 2, "{g:?}");
     assert!(g.iter().all(|d| (4..=6).contains(d)), "{g:?}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_preview_comes_first_and_the_full_read_right_after_it() {
+    let world = SimWorld::new("demo", 1, now_ms()).unwrap();
+    let source = SimSource::new(world, "me".into());
+    // A 30 s interval: without the preview's restart the second snapshot
+    // would come 30 s after the first.
+    let schedule = Schedule {
+        interval: Duration::from_secs(30),
+        preview: true,
+        ..quick_schedule()
+    };
+    let (_sampler, mut rx) = Sampler::spawn(Box::new(source), schedule);
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a snapshot within 10 s")
+            .expect("stream open")
+    };
+    let first = next().await;
+    assert_eq!(first.seq, 0);
+    assert!(first.gpus.iter().all(|g| g.mem.is_some()), "memory read");
+    assert!(!first.procs.is_empty(), "process lists read");
+    assert!(
+        first
+            .gpus
+            .iter()
+            .all(|g| g.util_gpu.is_none() && g.power_mw.is_none()),
+        "nothing but memory and processes in the preview"
+    );
+    assert!(first.procs.iter().all(|p| p.sm_util.is_none()));
+    let full = next().await;
+    assert_eq!(full.seq, 1);
+    assert!(
+        full.t_ms - first.t_ms < 30_000,
+        "the full read waited an interval"
+    );
+    assert!(
+        full.gpus
+            .iter()
+            .all(|g| g.util_gpu.is_some() && g.power_mw.is_some())
+    );
+    assert!(
+        full.procs.iter().any(|p| p.sm_util.is_some()),
+        "process utilisation in the first full read"
+    );
 }

@@ -14,6 +14,9 @@ use crate::source::{GpuProbe, HostFacts, NormalReading, ProbeError, SlowDue, Slo
 
 pub(super) enum Request {
     Normal(Millis, bool),
+    /// Memory and the process lists only, answered as a normal read with
+    /// nothing else in it ([`super::Schedule::preview`]).
+    Preview(Millis),
     Slow(Millis, SlowDue),
     /// Change (or stop, with `None`) the fast lane's period; the bool: read
     /// the process lists too (every other read), while bursting.
@@ -84,9 +87,11 @@ pub(super) fn spawn_worker(
             let reply = match req {
                 None => continue,
                 Some(Request::Normal(t, util)) => {
-                    let r = probe.normal(t, util);
-                    let lag = now_ms().saturating_sub(t) as u32;
-                    Reply::Normal(gpu, t, Box::new((r, std::mem::take(&mut peaks))), lag)
+                    normal_reply(gpu, t, probe.normal(t, util), &mut peaks)
+                }
+                Some(Request::Preview(t)) => {
+                    let r = probe.fast(t).map(NormalReading::preview);
+                    normal_reply(gpu, t, r, &mut peaks)
                 }
                 Some(Request::Slow(t, due)) => Reply::Slow(gpu, probe.slow(t, due)),
                 Some(Request::FastPeriod(p, procs)) => {
@@ -102,6 +107,18 @@ pub(super) fn spawn_worker(
         }
     });
     tx
+}
+
+/// A normal (or preview) read asked for at `t`, with the fast lane's peaks
+/// since the last one and how late it is.
+fn normal_reply(
+    gpu: usize,
+    t: Millis,
+    r: Result<NormalReading, ProbeError>,
+    peaks: &mut Peaks,
+) -> Reply {
+    let lag = now_ms().saturating_sub(t) as u32;
+    Reply::Normal(gpu, t, Box::new((r, std::mem::take(peaks))), lag)
 }
 
 pub(super) fn spawn_host(

@@ -61,6 +61,17 @@ pub struct NormalReading {
     pub proc_util: ProcUtilRead,
 }
 
+impl NormalReading {
+    /// A reading of memory and the process lists only: every other figure
+    /// is not read yet ([`crate::sampler::Schedule::preview`]).
+    pub fn preview(fast: FastReading) -> NormalReading {
+        NormalReading {
+            fast,
+            ..NormalReading::default()
+        }
+    }
+}
+
 /// Process utilisation is the expensive call: it is read only every few
 /// normal reads, and some boards do not support it.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -21,6 +21,7 @@ fn pipeline_of(source: Box<dyn crate::source::Source>, interval_ms: u64, fast: b
             proc_util: Duration::from_millis(interval_ms),
             proc_util_shown: Duration::from_millis(interval_ms),
             burst: None,
+            preview: false,
             pcie: None,
             energy: None,
         },

@@ -22,6 +22,7 @@ fn pipeline(interval_ms: u64) -> Pipeline {
             proc_util: Duration::from_millis(interval_ms),
             proc_util_shown: Duration::from_millis(interval_ms),
             burst: None,
+            preview: false,
         },
         AnalysisConfig::default(),
     )
