@@ -363,8 +363,9 @@ impl Run {
                     let waiting = if preview {
                         self.start_preview(t)
                     } else {
+                        let asked = self.start_round(t, rounds);
                         rounds += 1;
-                        self.start_round(t, rounds - 1)
+                        asked
                     };
                     let deadline = tokio::time::Instant::now() + grace;
                     let r = Round { t_ms: t, waiting, deadline, preview };
