@@ -246,8 +246,9 @@ pub async fn run(mut app: App, mut feed: Feed, mut hooks: Hooks) -> Result<()> {
     let mut notes = hooks.notes.take();
     let mut dirty = true;
     // The first frame waits a moment for the first snapshot (the preview
-    // of memory and processes): painted before it, the screen is a skeleton ("no readings")
-    // that the next frame repaints whole, 1.7 KB for nothing.
+    // of memory and processes): painted before it, the screen is a
+    // skeleton ("no readings") that the next frame repaints whole, 1.7 KB
+    // for nothing.
     let first_by = tokio::time::Instant::now() + FIRST_FRAME_WAIT;
     let mut painted = false;
     'run: loop {

@@ -418,7 +418,9 @@ async fn host_facts_are_read_afresh_every_round_only_while_they_are_on_screen() 
 #[tokio::test(flavor = "current_thread")]
 async fn a_preview_comes_first_and_the_full_read_right_after_it() {
     let world = SimWorld::new("demo", 1, now_ms()).unwrap();
-    let source = SimSource::new(world, "me".into());
+    // Never slow: the log of (t_ms, fresh) per host-facts call is wanted.
+    let source = SlowHost::new(world, u32::MAX, Duration::ZERO);
+    let log = source.log.clone();
     // A 30 s interval: without the preview's restart the second snapshot
     // would come 30 s after the first.
     let schedule = Schedule {
@@ -460,4 +462,8 @@ async fn a_preview_comes_first_and_the_full_read_right_after_it() {
         full.procs.iter().any(|p| p.sm_util.is_some()),
         "process utilisation in the first full read"
     );
+    // Host CPU % and RSS are read afresh with the full read, not the
+    // preview ~10 ms before it (a CPU % over 10 ms would be noise).
+    let fresh: Vec<bool> = log.lock().unwrap().iter().map(|&(_, f)| f).collect();
+    assert_eq!(fresh[..2], [false, true], "{fresh:?}");
 }
