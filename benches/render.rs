@@ -81,6 +81,7 @@ fn main() {
     for (scenario, size) in [
         ("demo", (120, 40)),
         ("training", (120, 40)),
+        ("training", (200, 60)),
         ("crowded", (200, 60)),
     ] {
         for depth in [Depth::Ansi256, Depth::TrueColor] {

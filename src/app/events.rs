@@ -27,17 +27,25 @@ impl App {
         (i < n).then(|| &self.events[n - 1 - i])
     }
 
-    /// Lines of the events pane (below its rule), 0 when it is closed.
+    /// Lines of the events pane (below its rule), 0 when it is not shown.
     pub fn events_height(&self) -> usize {
-        if !self.nav.show_events {
-            return 0;
+        super::layout::overview_of(self)
+            .events
+            .map_or(0, |r| r.height.saturating_sub(1) as usize)
+    }
+
+    /// A pane shown unasked goes when the processes need its rows (or the
+    /// terminal shrinks); the arrows then go back to the table.
+    pub(super) fn keep_focus_shown(&mut self) {
+        if self.nav.focus == Pane::Events && !self.events_shown() {
+            self.nav.focus = Pane::Procs;
         }
-        super::layout::events_body(
-            self.nav.size,
-            self.settings.system.gpus.len(),
-            self.replaying(),
-        )
-        .map_or(0, |r| r.height as usize)
+    }
+
+    /// Whether the overview shows the events pane now: opened with `e`, or
+    /// unasked in rows left empty ([`super::EventsPane::Auto`]).
+    pub fn events_shown(&self) -> bool {
+        super::layout::overview_of(self).events.is_some()
     }
 
     /// `n` new events came in on top: the selection stays on its event.

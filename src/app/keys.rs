@@ -5,7 +5,7 @@ use crossterm::event::{
 };
 
 use super::rows::Filter;
-use super::view::{Dialog, Pane, Screen, Signal};
+use super::view::{Dialog, EventsPane, Pane, Screen, Signal};
 use super::{Action, App, Detail, layout};
 use crate::config::keys::Action as Intent;
 
@@ -194,19 +194,24 @@ impl App {
                     // Processes, GPUs, then the events when open.
                     self.nav.focus = match self.nav.focus {
                         Pane::Procs => Pane::Gpus,
-                        Pane::Gpus if self.nav.show_events => Pane::Events,
+                        Pane::Gpus if self.events_shown() => Pane::Events,
                         Pane::Gpus | Pane::Events => Pane::Procs,
                     };
                 }
             }
             Intent::Events => {
-                // Opening the pane gives it the arrows; closing gives them back.
-                self.nav.show_events = !self.nav.show_events;
-                if self.nav.show_events {
+                // Opens the pane, or goes to it where it is shown unasked
+                // in empty rows (it keeps its size), and gives it the
+                // arrows; in it, closes it and gives them back.
+                if self.events_focused() {
+                    self.nav.events = EventsPane::Closed;
+                    self.nav.focus = Pane::Procs;
+                } else {
+                    if !self.events_shown() {
+                        self.nav.events = EventsPane::Open;
+                    }
                     self.nav.focus = Pane::Events;
                     self.keep_event_visible();
-                } else if self.nav.focus == Pane::Events {
-                    self.nav.focus = Pane::Procs;
                 }
                 self.keep_selection_visible();
             }
@@ -216,9 +221,7 @@ impl App {
     }
 
     fn events_focused(&self) -> bool {
-        self.nav.screen() == Screen::Overview
-            && self.nav.focus == Pane::Events
-            && self.nav.show_events
+        self.nav.screen() == Screen::Overview && self.nav.focus == Pane::Events
     }
 
     /// Up/Down: the table's selection, the events', or the GPU in the GPU

@@ -4,6 +4,7 @@
 use ratatui::layout::Rect;
 
 use crate::app::App;
+use crate::app::view::EventsPane;
 use crate::config::Column;
 
 /// Below this the dashboard asks for a larger terminal.
@@ -133,20 +134,23 @@ pub fn chart_rows(body: u16, listed: usize, gpus: usize, max: u16) -> u16 {
 }
 
 /// The overview as drawn with `listed` processes in the table: laid out as
-/// [`overview`], then full cards' charts grow into the table's rows that
-/// the processes leave empty, up to `chart_max` rows ([`chart_rows`]).
-/// The card style, the events
-/// pane and the timeline stay where [`overview`] puts them; with as many
-/// processes as rows (`usize::MAX`: as many as any) it is [`overview`].
+/// [`overview`] (the events pane open only when `events` is
+/// [`EventsPane::Open`]), then full cards' charts grow into the table's rows
+/// that the processes leave empty, up to `chart_max` rows ([`chart_rows`]),
+/// and with [`EventsPane::Auto`] the events pane takes the rows still left
+/// when there are at least [`EVENTS_AUTO_MIN`] of them ([`auto_events`]).
+/// The card style, an open events pane and the timeline stay where
+/// [`overview`] puts them; with as many processes as rows (`usize::MAX`: as
+/// many as any) it is [`overview`].
 pub fn overview_for(
     size: (u16, u16),
     gpus: usize,
-    show_events: bool,
+    events: EventsPane,
     replay: bool,
     listed: usize,
     chart_max: u16,
 ) -> Overview {
-    let mut o = overview(size, gpus, show_events, replay);
+    let mut o = overview(size, gpus, events == EventsPane::Open, replay);
     if o.style != CardStyle::Full {
         return o;
     }
@@ -154,15 +158,40 @@ pub fn overview_for(
     let chart = chart_rows(body, listed, gpus, chart_max);
     // Full cards leave the table its rows: every GPU's card is on screen.
     let grow = (chart - 1) * gpus.min(u16::MAX as usize) as u16;
-    if chart == 1 || grow > body {
-        return o;
+    if chart > 1 && grow <= body {
+        o.chart = chart;
+        o.cards.height += grow;
+        o.table.y += grow;
+        // Its bottom, the detail line under it and the events pane stay.
+        o.table.height -= grow;
     }
-    o.chart = chart;
-    o.cards.height += grow;
-    o.table.y += grow;
-    // Its bottom, the detail line under it and the events pane stay.
-    o.table.height -= grow;
+    if events == EventsPane::Auto {
+        auto_events(&mut o, listed);
+    }
     o
+}
+
+/// Rows the table must leave empty, the rule included, for the events pane
+/// to be shown in them unasked ([`EventsPane::Auto`]).
+pub const EVENTS_AUTO_MIN: u16 = 6;
+
+/// The events pane in the rows under the table's `listed` processes (and
+/// its "no processes" line) that are left when the cards have grown, when
+/// there are at least [`EVENTS_AUTO_MIN`]: the table shrinks to its
+/// processes, the detail line follows it, the pane takes the rest.
+fn auto_events(o: &mut Overview, listed: usize) {
+    let need = listed.clamp(1, u16::MAX as usize) as u16;
+    let spare = o.table.height.saturating_sub(1 + need);
+    if o.events.is_some() || spare < EVENTS_AUTO_MIN {
+        return;
+    }
+    o.table.height -= spare;
+    let mut below = o.table.bottom();
+    if let Some(d) = o.detail.as_mut() {
+        d.y = below;
+        below += d.height;
+    }
+    o.events = Some(Rect::new(o.table.x, below, o.table.width, spare));
 }
 
 /// Processes the overview's table lists, whatever its filter (typing a
@@ -179,7 +208,7 @@ pub fn overview_of(app: &App) -> Overview {
     overview_for(
         app.size(),
         app.system().gpus.len(),
-        app.nav().show_events,
+        app.nav().events,
         app.replaying(),
         listed(app),
         app.config().display.chart_rows,
@@ -239,12 +268,6 @@ pub fn table_body(size: (u16, u16), gpus: usize, show_events: bool, replay: bool
 /// How many process rows fit.
 pub fn table_rows(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) -> usize {
     table_body(size, gpus, show_events, replay).height as usize
-}
-
-/// The events pane's lines (below its rule).
-pub fn events_body(size: (u16, u16), gpus: usize, replay: bool) -> Option<Rect> {
-    let e = overview(size, gpus, true, replay).events?;
-    Some(Rect::new(e.x, e.y + 1, e.width, e.height.saturating_sub(1)))
 }
 
 /// The column whose header is at `x` in a table `width` wide.
@@ -357,207 +380,4 @@ pub fn column_spans(cols: &[Column], width: u16) -> Vec<(u16, u16)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const CHART_MAX_ROWS: u16 = crate::config::DEFAULT_CHART_ROWS;
-
-    #[test]
-    fn cards_fill_the_terminal_by_priority() {
-        let style = |size, gpus, ev| card_style(size, gpus, ev, false);
-        // Full cards wherever the table keeps its rows.
-        assert_eq!(style((120, 40), 1, false), CardStyle::Full);
-        assert_eq!(style((120, 40), 4, false), CardStyle::Full);
-        assert_eq!(style((200, 60), 4, true), CardStyle::Full);
-        assert_eq!(style((200, 60), 8, false), CardStyle::Full);
-        // Two labelled lines next.
-        assert_eq!(style((80, 24), 4, false), CardStyle::TwoLine);
-        assert_eq!(style((120, 40), 8, false), CardStyle::TwoLine);
-        assert_eq!(style((120, 40), 4, true), CardStyle::TwoLine);
-        // One line only when space is short.
-        assert_eq!(style((80, 24), 8, false), CardStyle::Compact);
-        assert_eq!(style((120, 40), 16, false), CardStyle::Compact);
-        for (size, gpus) in [
-            ((80, 24), 4),
-            ((120, 40), 4),
-            ((120, 40), 8),
-            ((200, 60), 8),
-        ] {
-            let o = overview(size, gpus, false, false);
-            assert!(
-                o.table.height > MIN_TABLE_ROWS,
-                "{size:?} {gpus}: the table keeps its rows: {o:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn spare_table_rows_grow_the_charts_evenly_up_to_a_cap() {
-        // 4 cards, 32 body rows, 8 processes: 24 spare, 6 more rows each,
-        // capped.
-        assert_eq!(chart_rows(32, 8, 4, CHART_MAX_ROWS), CHART_MAX_ROWS);
-        assert_eq!(chart_rows(16, 8, 4, CHART_MAX_ROWS), 3);
-        // What does not split evenly stays with the table.
-        assert_eq!(chart_rows(12, 8, 4, CHART_MAX_ROWS), 2);
-        assert_eq!(chart_rows(12, 9, 4, CHART_MAX_ROWS), 1);
-        // Two GPUs on a tall terminal: capped.
-        assert_eq!(chart_rows(44, 3, 2, CHART_MAX_ROWS), CHART_MAX_ROWS);
-        // No processes still leaves the "no processes" line.
-        assert_eq!(chart_rows(9, 0, 1, CHART_MAX_ROWS), CHART_MAX_ROWS);
-        assert_eq!(chart_rows(5, 0, 2, CHART_MAX_ROWS), 3);
-        // Processes that fill the table keep every row.
-        assert_eq!(chart_rows(32, 32, 4, CHART_MAX_ROWS), 1);
-        assert_eq!(chart_rows(32, 500, 4, CHART_MAX_ROWS), 1);
-        assert_eq!(chart_rows(32, usize::MAX, 4, CHART_MAX_ROWS), 1);
-        assert_eq!(chart_rows(32, 8, 0, CHART_MAX_ROWS), 1);
-    }
-
-    #[test]
-    fn cards_grow_into_the_rows_the_table_leaves() {
-        // The demo at 200×60: 4 cards and 8 processes.
-        let o = overview_for((200, 60), 4, false, false, 8, CHART_MAX_ROWS);
-        assert_eq!(o.chart, CHART_MAX_ROWS);
-        assert_eq!(card_height(&o), CARD_HEIGHT + CHART_MAX_ROWS - 1);
-        assert_eq!(
-            o.cards,
-            Rect::new(0, 1, 200, 4 * (CARD_HEIGHT + CHART_MAX_ROWS - 1))
-        );
-        assert_eq!(o.table.y, o.cards.bottom());
-        // The cap leaves the rest with the table; the detail line under it.
-        assert!(o.table.height > 8, "header and 8 rows: {o:?}");
-        assert_eq!(o.detail, Some(Rect::new(0, o.table.bottom(), 200, 1)));
-        assert!(o.table.height > 8);
-        // 120×40: 4 spare rows, one each.
-        let o = overview_for((120, 40), 4, false, false, 8, CHART_MAX_ROWS);
-        assert_eq!((o.chart, o.table.height), (2, 1 + 8));
-        // A full table keeps its rows: the same layout as without processes
-        // counted.
-        for (size, gpus, ev) in [((120, 40), 4, false), ((200, 60), 4, true)] {
-            let plain = overview(size, gpus, ev, false);
-            let body = plain.table.height as usize - 1;
-            for listed in [body, body + 1, 500, usize::MAX] {
-                assert_eq!(
-                    overview_for(size, gpus, ev, false, listed, CHART_MAX_ROWS),
-                    plain
-                );
-            }
-            assert_eq!(plain.chart, 1);
-        }
-        // Two GPUs at 200×60: capped charts, the rest stays with the table.
-        let o = overview_for((200, 60), 2, false, false, 3, CHART_MAX_ROWS);
-        assert_eq!(o.chart, CHART_MAX_ROWS);
-        assert!(o.table.height > 1 + 3, "{o:?}");
-        // The events pane and the timeline do not move.
-        let plain = overview((200, 60), 4, true, true);
-        let o = overview_for((200, 60), 4, true, true, 2, CHART_MAX_ROWS);
-        assert!(o.chart > 1);
-        assert_eq!((o.events, o.timeline), (plain.events, plain.timeline));
-        // Two-line and one-line cards do not grow: 80×24 is as it was.
-        for (size, gpus) in [((80, 24), 4), ((80, 24), 8), ((120, 40), 8)] {
-            let plain = overview(size, gpus, false, false);
-            assert_ne!(plain.style, CardStyle::Full);
-            assert_eq!(
-                overview_for(size, gpus, false, false, 0, CHART_MAX_ROWS),
-                plain
-            );
-        }
-    }
-
-    #[test]
-    fn grown_cards_are_found_where_they_are_drawn() {
-        let o = overview_for((200, 60), 4, false, false, 8, CHART_MAX_ROWS);
-        let slots = gpu_slots(&o, 4, 0);
-        assert_eq!(slots.len(), 4);
-        let h = CARD_HEIGHT + CHART_MAX_ROWS - 1;
-        assert_eq!(slots[3].1, Rect::new(0, 1 + 3 * h, 200, h));
-        assert_eq!(gpu_at(&o, 4, 0, 1 + h), Some(1));
-        assert_eq!(gpu_at(&o, 4, 0, 1 + 4 * h), None);
-    }
-
-    #[test]
-    fn grown_parts_tile_the_screen() {
-        for (size, gpus, ev, replay, listed) in [
-            ((120, 40), 1, true, false, 0),
-            ((200, 60), 4, false, false, 8),
-            ((200, 60), 2, true, true, 1),
-            ((200, 60), 8, true, true, 3),
-        ] {
-            let o = overview_for(size, gpus, ev, replay, listed, CHART_MAX_ROWS);
-            let mut used = o.header.height + o.cards.height + o.table.height + o.footer.height;
-            used += o.detail.map_or(0, |r| r.height);
-            used += o.events.map_or(0, |r| r.height) + o.timeline.map_or(0, |r| r.height);
-            assert_eq!(used, size.1, "{size:?} {gpus} {ev} {replay}: {o:?}");
-            assert!(o.table.height > listed.max(1) as u16, "{o:?}");
-        }
-    }
-
-    #[test]
-    fn gpus_are_found_where_they_are_drawn() {
-        let o = overview((120, 40), 4, false, false);
-        assert_eq!(gpu_at(&o, 4, 0, 1), Some(0));
-        assert_eq!(gpu_at(&o, 4, 0, 1 + CARD_HEIGHT), Some(1));
-        assert_eq!(gpu_at(&o, 4, 0, 1 + 4 * CARD_HEIGHT), None);
-        // Lines scroll to keep the selected GPU in view.
-        let o = overview((80, 24), 16, false, false);
-        let slots = gpu_slots(&o, 16, 15);
-        assert_eq!(slots.last().map(|s| s.0), Some(15));
-        assert!(slots.iter().all(|(_, r)| r.bottom() < o.cards.bottom()));
-    }
-
-    #[test]
-    fn headers_are_found_by_column() {
-        let cols = [Column::Gpu, Column::Pid, Column::Command];
-        assert_eq!(column_at(&cols, 40, 0), Some(Column::Gpu));
-        assert_eq!(column_at(&cols, 40, 8), Some(Column::Pid));
-        assert_eq!(column_at(&cols, 40, 30), Some(Column::Command));
-    }
-
-    #[test]
-    fn parts_tile_the_screen() {
-        for (size, gpus, ev, replay) in [
-            ((80, 24), 4, false, false),
-            ((120, 40), 1, true, false),
-            ((200, 60), 8, true, true),
-            ((50, 12), 8, false, true),
-        ] {
-            let o = overview(size, gpus, ev, replay);
-            let mut used = o.header.height + o.cards.height + o.table.height + o.footer.height;
-            used += o.detail.map_or(0, |r| r.height);
-            used += o.events.map_or(0, |r| r.height) + o.timeline.map_or(0, |r| r.height);
-            assert_eq!(used, size.1, "{size:?} {gpus} {ev} {replay}: {o:?}");
-            assert!(o.table.height >= 2, "{size:?}: table too small {o:?}");
-        }
-    }
-
-    #[test]
-    fn centred_boxes_fit() {
-        let r = centered(Rect::new(0, 0, 80, 24), 100, 10);
-        assert_eq!(r, Rect::new(0, 7, 80, 10));
-    }
-
-    #[test]
-    fn narrow_tables_drop_low_priority_columns_first() {
-        let all = Column::ALL.to_vec();
-        let wide = fit_columns(&all, 200);
-        assert_eq!(wide, all);
-        let narrow = fit_columns(&all, 80);
-        assert!(narrow.contains(&Column::Pid) && narrow.contains(&Column::Memory));
-        assert!(narrow.contains(&Column::Command) && narrow.contains(&Column::Trend));
-        assert!(!narrow.contains(&Column::Kind) && !narrow.contains(&Column::Container));
-        let need: u16 = narrow.iter().map(|c| spec(*c).0 + 1).sum::<u16>() + command_width(80);
-        assert!(need <= 80);
-        // Never drops the essentials, even when nothing fits.
-        let tiny = fit_columns(&all, 10);
-        assert!(tiny.contains(&Column::Pid) && tiny.contains(&Column::Memory));
-    }
-
-    #[test]
-    fn columns_are_laid_out_left_to_right_with_the_command_last() {
-        let cols = [Column::Gpu, Column::Pid, Column::Command];
-        assert_eq!(column_spans(&cols, 40), vec![(0, 4), (5, 7), (13, 27)]);
-        // Too narrow: nothing runs past the edge.
-        for (x, w) in column_spans(&Column::ALL, 30) {
-            assert!(x + w <= 30);
-        }
-    }
-}
+mod tests;

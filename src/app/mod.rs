@@ -39,7 +39,7 @@ pub use insight::{Eta, GpuInsight, ProcInsight};
 pub use playback::{Mode, Playback, Replay, Timeline};
 use rows::Row;
 pub use settings::{Clock, Settings};
-pub use view::{Dialog, EventsState, Nav, Pane, Screen, Signal, Sort, TableState};
+pub use view::{Dialog, EventsPane, EventsState, Nav, Pane, Screen, Signal, Sort, TableState};
 
 /// How many events the events pane keeps.
 const EVENTS_KEPT: usize = 500;
@@ -110,10 +110,12 @@ impl App {
         let interval_ms = s.interval.as_millis().max(1) as u64;
         let cap = (s.history.as_millis() as u64 / interval_ms).max(2) as usize;
         let history = History::new(cap, interval_ms, s.exited_keep.as_millis() as u64);
+        let mut nav = Nav::default();
+        nav.events = settings.config.display.events;
         App {
             settings,
             history,
-            nav: Nav::default(),
+            nav,
             table: TableState::default(),
             dialog: None,
             help_scroll: 0,
@@ -339,7 +341,8 @@ impl App {
         layout::table_rows(
             self.nav.size,
             self.settings.system.gpus.len(),
-            self.nav.show_events,
+            // Shown unasked, it only takes rows the processes leave.
+            self.nav.events == EventsPane::Open,
             self.replaying(),
         )
     }
@@ -382,6 +385,12 @@ impl App {
     // ---- the mutator ------------------------------------------------------
 
     pub fn update(&mut self, event: Event) -> Option<Action> {
+        let action = self.on_event(event);
+        self.keep_focus_shown();
+        action
+    }
+
+    fn on_event(&mut self, event: Event) -> Option<Action> {
         match event {
             Event::Key(k) => self.on_key(k),
             Event::Mouse(m) => self.on_mouse(m),

@@ -239,7 +239,7 @@ fn events_scroll_select_and_enter_goes_there_live() {
     key(&mut app, KeyCode::Tab);
     assert_eq!(app.nav().focus, Pane::Events);
     ch(&mut app, 'e');
-    assert!(!app.nav().show_events);
+    assert!(!app.events_shown());
     assert_eq!(app.nav().focus, Pane::Procs);
 }
 
@@ -347,4 +347,69 @@ fn host_facts_are_on_screen_only_with_the_cpu_or_rss_column_or_a_drill_down() {
         .retain(|c| !matches!(c, Column::Cpu | Column::Rss));
     let app = fixture::app_with(config, "demo", 1, 10, (200, 60));
     assert!(!app.shows_host_facts());
+}
+
+#[test]
+fn a_pane_shown_unasked_is_gone_to_with_e_and_closed_from_inside() {
+    // The demo at 200×60: 4 GPUs, 8 processes, rows to spare under them.
+    let mut app = fixture::app("demo", 1, 90, (200, 60));
+    assert!(app.events_shown(), "shown unasked in the rows left");
+    assert_eq!(app.nav().focus, Pane::Procs, "without the arrows");
+    let h = app.events_height();
+    assert!(h >= 5, "{h}");
+    // e: the arrows go to it, its size stays; e again closes it.
+    ch(&mut app, 'e');
+    assert_eq!(app.nav().focus, Pane::Events);
+    assert_eq!(app.events_height(), h);
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.events_view().selected, Some(0));
+    ch(&mut app, 'e');
+    assert!(!app.events_shown());
+    assert_eq!(app.nav().focus, Pane::Procs);
+    // Closed stays closed; e opens it at its own size.
+    app.update(Event::Resize(200, 61));
+    assert!(!app.events_shown());
+    ch(&mut app, 'e');
+    assert!(app.events_shown());
+    assert_eq!(app.nav().focus, Pane::Events);
+}
+
+#[test]
+fn the_events_pane_starts_as_the_config_says() {
+    let with = |events| {
+        let mut config = Config::default();
+        config.display.events = events;
+        fixture::app_with(config, "demo", 1, 90, (200, 60))
+    };
+    assert!(!with(EventsPane::Closed).events_shown());
+    let open = with(EventsPane::Open);
+    let auto = with(EventsPane::Auto);
+    assert!(open.events_shown() && auto.events_shown());
+    // Open takes its share; unasked, the rows left (more of them here).
+    assert!(open.events_height() < auto.events_height());
+    assert_eq!(
+        open.nav().focus,
+        Pane::Procs,
+        "the arrows stay with the table"
+    );
+}
+
+#[test]
+fn the_arrows_go_back_to_the_table_when_an_unasked_pane_goes() {
+    let mut app = fixture::app("demo", 1, 90, (200, 60));
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.nav().focus, Pane::Events);
+    // Smaller: the processes need the rows, the pane goes, and with it
+    // the arrows.
+    app.update(Event::Resize(200, 50));
+    assert!(!app.events_shown());
+    assert_eq!(app.nav().focus, Pane::Procs);
+    let before = app.table().selected;
+    key(&mut app, KeyCode::Down);
+    assert_ne!(app.table().selected, before, "Down moves the table");
+    // Back to 200×60, it is shown again without taking the arrows.
+    app.update(Event::Resize(200, 60));
+    assert!(app.events_shown());
+    assert_eq!(app.nav().focus, Pane::Procs);
 }

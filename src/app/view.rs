@@ -65,15 +65,17 @@ impl Default for Sort {
     }
 }
 
+pub use crate::config::EventsPane;
+
 /// Where the user is: the screen stack, which overview pane has the
-/// arrows, the terminal size and whether the events pane is open.
+/// arrows, the terminal size and the events pane's state.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Nav {
     /// Screens, the current one last; never empty.
     stack: Vec<Screen>,
     pub focus: Pane,
     pub selected_gpu: usize,
-    pub show_events: bool,
+    pub events: EventsPane,
     /// Terminal size, from the last resize.
     pub size: (u16, u16),
 }
@@ -84,7 +86,7 @@ impl Default for Nav {
             stack: vec![Screen::Overview],
             focus: Pane::Procs,
             selected_gpu: 0,
-            show_events: false,
+            events: EventsPane::Auto,
             size: (120, 40),
         }
     }

@@ -19,7 +19,7 @@ use super::units::{
     parse_rate, parse_size,
 };
 use super::{
-    Alerts, ColorDepth, Column, Config, Display, INTERVAL_RANGE, Level, MAX_CHART_ROWS,
+    Alerts, ColorDepth, Column, Config, Display, EventsPane, INTERVAL_RANGE, Level, MAX_CHART_ROWS,
     MAX_PROCESS_SERIES, Record, Sampling, Serve, Theme, Thresholds, check_label_name,
 };
 
@@ -602,6 +602,25 @@ impl Validator<'_> {
                 })
             }
         };
+        let events = match &r.events {
+            None => d.events,
+            Some(f) => match self.string_of("[display] events", f).as_deref() {
+                Some("auto") => EventsPane::Auto,
+                Some("open") => EventsPane::Open,
+                Some("closed") => EventsPane::Closed,
+                Some(_) => {
+                    let echo = self.echo(&f.span());
+                    self.bad(
+                        Some(f.span()),
+                        format!(
+                            "[display] events = {echo}: must be \"auto\", \"open\" or \"closed\""
+                        ),
+                    );
+                    d.events
+                }
+                None => d.events,
+            },
+        };
         let columns = match &r.columns {
             None => d.columns.clone(),
             Some(list) => self.columns(list).unwrap_or(d.columns),
@@ -619,6 +638,7 @@ impl Validator<'_> {
                     1..=MAX_CHART_ROWS as i64,
                 )
                 .map_or(d.chart_rows, |v| v as u16),
+            events,
         }
     }
 

@@ -147,7 +147,7 @@ impl Action {
             Action::Terminate => "terminate process (SIGTERM)",
             Action::Kill => "kill process (SIGKILL)",
             Action::NextPane => "switch focus GPUs / processes",
-            Action::Events => "show / hide events pane",
+            Action::Events => "events pane: open / go to it; in it, close",
             Action::Suspend => "suspend to the shell (fg to return)",
         }
     }

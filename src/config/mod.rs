@@ -330,6 +330,21 @@ pub struct Display {
     /// The most rows each GPU card's history charts grow to when the
     /// process table leaves rows empty (1: they never grow).
     pub chart_rows: u16,
+    /// The overview's events pane when the dashboard starts.
+    pub events: EventsPane,
+}
+
+/// Whether the overview shows the events pane (`[display] events` at the
+/// start, then `e`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventsPane {
+    /// In the rows the processes and the cards' charts leave empty, when
+    /// there are enough of them (`app::layout::overview_for`); else hidden.
+    Auto,
+    /// Open: it takes its share of the screen.
+    Open,
+    /// Closed.
+    Closed,
 }
 
 /// The largest `[display] chart_rows`.
@@ -349,6 +364,7 @@ impl Default for Display {
             mouse: true,
             ascii: false,
             chart_rows: DEFAULT_CHART_ROWS,
+            events: EventsPane::Auto,
         }
     }
 }

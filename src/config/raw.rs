@@ -74,6 +74,7 @@ pub(crate) struct RawDisplay {
     pub mouse: S<bool>,
     pub ascii: S<bool>,
     pub chart_rows: S<i64>,
+    pub events: S<Text<EventsKind>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -128,6 +129,7 @@ kinds! {
     PercentOrOffKind: "a percentage such as 90, or \"off\"", numbers = true;
     ThemeKind: "\"dark\", \"light\" or \"mono\"", numbers = false;
     ColorKind: "\"auto\", 16, 256 or \"truecolor\"", numbers = true;
+    EventsKind: "\"auto\", \"open\" or \"closed\"", numbers = false;
     ColumnKind: "a column name such as \"pid\"", numbers = false;
 }
 

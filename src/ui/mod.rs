@@ -53,7 +53,7 @@ fn screen(app: &App, area: Rect, buf: &mut Buffer) {
     let o = layout::overview_for(
         (area.width, area.height),
         app.system().gpus.len(),
-        app.nav().show_events,
+        app.nav().events,
         replay,
         layout::listed(app),
         app.config().display.chart_rows,

@@ -108,7 +108,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     (
         "long_key",
         &[
-            "{F}:3:1: [display] theme_theme_theme_theme_theme_theme_theme_theme_theme_theme_the\u{2026}: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows",
+            "{F}:3:1: [display] theme_theme_theme_theme_theme_theme_theme_theme_theme_theme_the\u{2026}: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows, events",
         ],
     ),
     (
@@ -161,7 +161,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     (
         "unknown_key",
         &[
-            "{F}:4:1: [display] width: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows",
+            "{F}:4:1: [display] width: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows, events",
         ],
     ),
     (

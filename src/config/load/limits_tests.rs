@@ -151,7 +151,7 @@ fn long_keys_and_values_are_cut_in_messages() {
     assert_eq!(
         error(&format!("[display]\n{long} = 1\n")),
         format!(
-            "c.toml:2:1: [display] {cut}: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows"
+            "c.toml:2:1: [display] {cut}: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows, events"
         )
     );
     assert_eq!(
@@ -212,7 +212,7 @@ fn at_most_20_problems_are_reported() {
     assert_eq!(e.len(), MAX_PROBLEMS + 1);
     assert_eq!(
         e[0],
-        "c.toml:2:1: [display] k0: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows"
+        "c.toml:2:1: [display] k0: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows, events"
     );
     assert_eq!(
         e[MAX_PROBLEMS],

@@ -321,6 +321,27 @@ fn out_of_range_names_file_line_column_key_and_range() {
         error("[display]\nchart_rows = 0\n"),
         "c.toml:2:14: [display] chart_rows = 0: must be a whole number from 1 to 8"
     );
+    assert_eq!(
+        error("[display]\nevents = \"shown\"\n"),
+        "c.toml:2:10: [display] events = \"shown\": must be \"auto\", \"open\" or \"closed\""
+    );
+}
+
+#[test]
+fn the_events_pane_starts_as_configured() {
+    use crate::config::EventsPane;
+    for (v, want) in [
+        ("auto", EventsPane::Auto),
+        ("open", EventsPane::Open),
+        ("closed", EventsPane::Closed),
+    ] {
+        let c = parse(&format!("[display]\nevents = \"{v}\"\n"), "c.toml").unwrap();
+        assert_eq!(c.display.events, want, "{v}");
+    }
+    assert_eq!(
+        parse("", "c.toml").unwrap().display.events,
+        EventsPane::Auto
+    );
 }
 
 #[test]
@@ -399,7 +420,7 @@ fn unknown_keys_suggest_the_closest() {
     );
     assert_eq!(
         error("[display]\nzzz = 1\n"),
-        "c.toml:2:1: [display] zzz: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows"
+        "c.toml:2:1: [display] zzz: unknown key; valid keys: theme, color, columns, mouse, ascii, chart_rows, events"
     );
     assert_eq!(
         error("[display]\ninterval = \"1s\"\n"),
