@@ -39,7 +39,18 @@ impl Widget for &EventsPane<'_> {
         let inner = block.inner(area);
         block.render(area, buf);
         if n == 0 {
-            Paragraph::new(Span::styled(" no events yet", t.dim)).render(inner, buf);
+            // Shown unasked, the pane says what will come there; indented
+            // as the events are.
+            let text = "no events yet: processes starting and exiting, alerts, leak flags and forecasts are listed here as they come";
+            let area = Rect::new(
+                inner.x + 1,
+                inner.y,
+                inner.width.saturating_sub(1),
+                inner.height,
+            );
+            Paragraph::new(Span::styled(text, t.dim))
+                .wrap(ratatui::widgets::Wrap { trim: true })
+                .render(area, buf);
             return;
         }
         let shown = app.shown_ms();

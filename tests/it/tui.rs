@@ -631,3 +631,23 @@ fn ascii_draws_every_screen_with_ascii_only() {
         assert!(!plain.is_ascii());
     }
 }
+
+#[test]
+fn rows_the_processes_leave_hold_the_events_pane_which_says_what_comes_there() {
+    // One GPU, one process at 80×24, 120×40 and 200×60, before any event.
+    for size in SIZES {
+        let app = at("training", 3, size);
+        let buf = render(&app);
+        let s = text(&buf);
+        assert_eq!(app.events().len(), 0, "{:?}", app.events());
+        let (_, rule) = find(&buf, " events ").unwrap_or_else(|| panic!("{size:?}:\n{s}"));
+        let (x, y) = find(&buf, "no events yet").unwrap_or_else(|| panic!("{size:?}:\n{s}"));
+        assert_eq!(y, rule + 1, "under its rule");
+        assert_eq!(Some(buf[(x, y)].fg), app.theme().dim.fg, "dimmed");
+        // The whole sentence is on screen, wrapped where narrow.
+        assert!(s.contains("listed here as they come"), "{size:?}:\n{s}");
+        // Under the table: its header, the process, the detail line.
+        let (_, header) = find(&buf, "GPU MEM").expect("the table's header");
+        assert_eq!(rule, header + 3, "{size:?}:\n{s}");
+    }
+}
