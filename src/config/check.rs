@@ -1,9 +1,10 @@
 //! Value checks: units, ranges, warn below critical, lanes that fit the
-//! interval, columns, key bindings (`bindings.rs`), addresses. Each check
-//! records its problem and falls back to the default, so every problem in
-//! a file is found in one run.
+//! interval, the display (`display.rs`), key bindings (`bindings.rs`),
+//! addresses. Each check records its problem and falls back to the
+//! default, so every problem in a file is found in one run.
 
 mod bindings;
+mod display;
 
 use std::ops::{Range, RangeInclusive};
 use std::path::PathBuf;
@@ -11,16 +12,15 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::load::{Found, Position, SCHEMA_VERSION, cap, echo, huge_number};
+use super::load::{Found, Position, SCHEMA_VERSION, echo, huge_number};
 use super::raw::{self, DurationKind, DurationOrOffKind, RawConfig, S, Scalar, Text};
-use super::shape::closest;
 use super::units::{
     format_duration, format_rate, format_size, is_too_large, parse_duration, parse_listen,
     parse_rate, parse_size,
 };
 use super::{
-    Alerts, ColorDepth, Column, Config, Display, EventsPane, INTERVAL_RANGE, Level, MAX_CHART_ROWS,
-    MAX_PROCESS_SERIES, Record, Sampling, Serve, Theme, Thresholds, check_label_name,
+    Alerts, Config, INTERVAL_RANGE, Level, MAX_PROCESS_SERIES, Record, Sampling, Serve, Thresholds,
+    check_label_name,
 };
 
 /// Checks `raw`, adding to `problems` (those found before, by serde, about
@@ -556,144 +556,6 @@ impl Validator<'_> {
             burst_level,
             burst_interval: burst.value,
         }
-    }
-
-    fn display(&mut self, r: raw::RawDisplay) -> Display {
-        let d = Display::default();
-        let theme = match &r.theme {
-            None => d.theme,
-            Some(f) => match self.string_of("[display] theme", f).as_deref() {
-                Some("dark") => Theme::Dark,
-                Some("light") => Theme::Light,
-                Some("mono") => Theme::Mono,
-                Some(_) => {
-                    let echo = self.echo(&f.span());
-                    self.bad(
-                        Some(f.span()),
-                        format!(
-                            "[display] theme = {echo}: must be \"dark\", \"light\" or \"mono\""
-                        ),
-                    );
-                    d.theme
-                }
-                None => d.theme,
-            },
-        };
-        let color = match &r.color {
-            None => d.color,
-            Some(f) => {
-                let v = match &f.get_ref().value {
-                    Scalar::Str(s) => match s.as_str() {
-                        "auto" => Some(ColorDepth::Auto),
-                        "16" => Some(ColorDepth::Ansi16),
-                        "256" => Some(ColorDepth::Ansi256),
-                        "truecolor" => Some(ColorDepth::TrueColor),
-                        _ => None,
-                    },
-                    Scalar::Num(16.0) => Some(ColorDepth::Ansi16),
-                    Scalar::Num(256.0) => Some(ColorDepth::Ansi256),
-                    Scalar::Num(_) => None,
-                };
-                v.unwrap_or_else(|| {
-                    let echo = self.echo(&f.span());
-                    let must = self.must_be(&f.span(), "\"auto\", 16, 256 or \"truecolor\"");
-                    self.bad(Some(f.span()), format!("[display] color = {echo}: {must}"));
-                    d.color
-                })
-            }
-        };
-        let events = match &r.events {
-            None => d.events,
-            Some(f) => match self.string_of("[display] events", f).as_deref() {
-                Some("auto") => EventsPane::Auto,
-                Some("open") => EventsPane::Open,
-                Some("closed") => EventsPane::Closed,
-                Some(_) => {
-                    let echo = self.echo(&f.span());
-                    self.bad(
-                        Some(f.span()),
-                        format!(
-                            "[display] events = {echo}: must be \"auto\", \"open\" or \"closed\""
-                        ),
-                    );
-                    d.events
-                }
-                None => d.events,
-            },
-        };
-        let columns = match &r.columns {
-            None => d.columns.clone(),
-            Some(list) => self.columns(list).unwrap_or(d.columns),
-        };
-        Display {
-            theme,
-            color,
-            columns,
-            mouse: Self::boolean(&r.mouse, d.mouse),
-            ascii: Self::boolean(&r.ascii, d.ascii),
-            chart_rows: self
-                .whole(
-                    &r.chart_rows,
-                    "[display] chart_rows",
-                    1..=MAX_CHART_ROWS as i64,
-                )
-                .map_or(d.chart_rows, |v| v as u16),
-            events,
-        }
-    }
-
-    fn columns(
-        &mut self,
-        list: &Spanned<Vec<Spanned<Text<raw::ColumnKind>>>>,
-    ) -> Option<Vec<Column>> {
-        let label = "[display] columns";
-        if list.get_ref().is_empty() {
-            self.bad(
-                Some(list.span()),
-                format!("{label} = []: list at least one column"),
-            );
-            return None;
-        }
-        let mut out: Vec<(Column, Range<usize>)> = Vec::new();
-        let mut ok = true;
-        for item in list.get_ref() {
-            let Some(name) = self.string_of(label, item) else {
-                ok = false;
-                continue;
-            };
-            match Column::from_name(&name) {
-                Some(c) => {
-                    if let Some((_, first)) = out.iter().find(|(o, _)| *o == c) {
-                        let at = Position::of(self.text, first.start);
-                        self.bad(
-                            Some(item.span()),
-                            format!(
-                                "{label}: `{}` is listed twice (first at column {})",
-                                cap(&name),
-                                at.column
-                            ),
-                        );
-                        ok = false;
-                    } else {
-                        out.push((c, item.span()));
-                    }
-                }
-                None => {
-                    let names = Column::ALL.map(Column::name);
-                    let hint = match closest(&name, names) {
-                        Some(c) => format!("did you mean `{c}`?"),
-                        None => format!("valid columns: {}", names.join(", ")),
-                    };
-                    let name = cap(&name);
-                    self.bad(
-                        Some(item.span()),
-                        format!("{label}: unknown column `{name}`; {hint}"),
-                    );
-                    ok = false;
-                }
-            }
-        }
-        ok.then(|| out.into_iter().map(|(c, _)| c).collect())
     }
 
     fn record(&mut self, r: raw::RawRecord) -> Record {
