@@ -34,12 +34,30 @@ impl App {
             .map_or(0, |r| r.height.saturating_sub(1) as usize)
     }
 
-    /// A pane shown unasked goes when the processes need its rows (or the
-    /// terminal shrinks); the arrows then go back to the table.
-    pub(super) fn keep_focus_shown(&mut self) {
-        if self.nav.focus == Pane::Events && !self.events_shown() {
-            self.nav.focus = Pane::Procs;
+    /// How the layout places the events pane now.
+    pub fn events_rows(&self) -> super::layout::EventsRows {
+        super::layout::EventsRows {
+            pane: self.nav.events,
+            held: self.nav.events_held,
         }
+    }
+
+    /// After each update: a pane shown unasked is held while it keeps a
+    /// few rows ([`super::layout::EVENTS_AUTO_KEEP`]); when the processes
+    /// need those (or the terminal shrinks) it goes, and if it had the
+    /// arrows they go back to the table, with a word on the message line.
+    /// Its height follows the processes: the selected event stays in view.
+    pub(super) fn settle_events_pane(&mut self) {
+        let shown = self.events_shown();
+        self.nav.events_held = shown && self.nav.events == super::EventsPane::Auto;
+        if self.nav.focus == Pane::Events && !shown {
+            self.nav.focus = Pane::Procs;
+            self.say(
+                "the events pane gave its rows to the processes; e opens it".into(),
+                true,
+            );
+        }
+        self.keep_event_visible();
     }
 
     /// Whether the overview shows the events pane now: opened with `e`, or

@@ -128,9 +128,25 @@ pub fn chart_rows(body: u16, listed: usize, gpus: usize, max: u16) -> u16 {
     if gpus == 0 {
         return 1;
     }
-    let need = listed.clamp(1, u16::MAX as usize) as u16;
-    let spare = body.saturating_sub(need) as usize;
+    let spare = body.saturating_sub(rows_needed(listed)) as usize;
     (1 + spare / gpus).min(max.max(1) as usize) as u16
+}
+
+/// How the overview places the events pane: as `[display] events` or `e`
+/// left it, and whether a pane shown unasked was shown at the last update
+/// (it then stays in fewer rows, [`EVENTS_AUTO_KEEP`], so that a process
+/// or two coming and going does not make it blink, nor take it from under
+/// the arrows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventsRows {
+    pub pane: EventsPane,
+    pub held: bool,
+}
+
+impl From<EventsPane> for EventsRows {
+    fn from(pane: EventsPane) -> Self {
+        EventsRows { pane, held: false }
+    }
 }
 
 /// The overview as drawn with `listed` processes in the table: laid out as
@@ -138,35 +154,40 @@ pub fn chart_rows(body: u16, listed: usize, gpus: usize, max: u16) -> u16 {
 /// [`EventsPane::Open`]), then full cards' charts grow into the table's rows
 /// that the processes leave empty, up to `chart_max` rows ([`chart_rows`]),
 /// and with [`EventsPane::Auto`] the events pane takes the rows still left
-/// when there are at least [`EVENTS_AUTO_MIN`] of them ([`auto_events`]).
+/// when there are enough of them ([`auto_events`]; with every card style).
 /// The card style, an open events pane and the timeline stay where
 /// [`overview`] puts them; with as many processes as rows (`usize::MAX`: as
 /// many as any) it is [`overview`].
 pub fn overview_for(
     size: (u16, u16),
     gpus: usize,
-    events: EventsPane,
+    events: impl Into<EventsRows>,
     replay: bool,
     listed: usize,
     chart_max: u16,
 ) -> Overview {
-    let mut o = overview(size, gpus, events == EventsPane::Open, replay);
-    if o.style != CardStyle::Full {
-        return o;
+    let events = events.into();
+    let mut o = overview(size, gpus, events.pane == EventsPane::Open, replay);
+    if o.style == CardStyle::Full {
+        let body = o.table.height.saturating_sub(1);
+        let chart = chart_rows(body, listed, gpus, chart_max);
+        // Full cards leave the table its rows: every GPU's card is on screen.
+        let grow = (chart - 1) * gpus.min(u16::MAX as usize) as u16;
+        if chart > 1 && grow <= body {
+            o.chart = chart;
+            o.cards.height += grow;
+            o.table.y += grow;
+            // Its bottom, the detail line under it and the events pane stay.
+            o.table.height -= grow;
+        }
     }
-    let body = o.table.height.saturating_sub(1);
-    let chart = chart_rows(body, listed, gpus, chart_max);
-    // Full cards leave the table its rows: every GPU's card is on screen.
-    let grow = (chart - 1) * gpus.min(u16::MAX as usize) as u16;
-    if chart > 1 && grow <= body {
-        o.chart = chart;
-        o.cards.height += grow;
-        o.table.y += grow;
-        // Its bottom, the detail line under it and the events pane stay.
-        o.table.height -= grow;
-    }
-    if events == EventsPane::Auto {
-        auto_events(&mut o, listed);
+    if events.pane == EventsPane::Auto {
+        let least = if events.held {
+            EVENTS_AUTO_KEEP
+        } else {
+            EVENTS_AUTO_MIN
+        };
+        auto_events(&mut o, listed, least);
     }
     o
 }
@@ -174,15 +195,23 @@ pub fn overview_for(
 /// Rows the table must leave empty, the rule included, for the events pane
 /// to be shown in them unasked ([`EventsPane::Auto`]).
 pub const EVENTS_AUTO_MIN: u16 = 6;
+/// Rows a pane shown unasked keeps while it is shown: fewer than
+/// [`EVENTS_AUTO_MIN`], so that it does not come and go with each process.
+pub const EVENTS_AUTO_KEEP: u16 = 3;
+
+/// Table rows `listed` processes need below the header: one each, or one
+/// for the "no processes" line.
+fn rows_needed(listed: usize) -> u16 {
+    listed.clamp(1, u16::MAX as usize) as u16
+}
 
 /// The events pane in the rows under the table's `listed` processes (and
 /// its "no processes" line) that are left when the cards have grown, when
-/// there are at least [`EVENTS_AUTO_MIN`]: the table shrinks to its
-/// processes, the detail line follows it, the pane takes the rest.
-fn auto_events(o: &mut Overview, listed: usize) {
-    let need = listed.clamp(1, u16::MAX as usize) as u16;
-    let spare = o.table.height.saturating_sub(1 + need);
-    if o.events.is_some() || spare < EVENTS_AUTO_MIN {
+/// there are at least `least`: the table shrinks to its processes, the
+/// detail line follows it, the pane takes the rest.
+fn auto_events(o: &mut Overview, listed: usize, least: u16) {
+    let spare = o.table.height.saturating_sub(1 + rows_needed(listed));
+    if o.events.is_some() || spare < least {
         return;
     }
     o.table.height -= spare;
@@ -205,10 +234,15 @@ pub fn listed(app: &App) -> usize {
 /// The overview as `app` draws it now: its terminal size, GPUs, panes and
 /// the processes listed (what `update` needs for the mouse).
 pub fn overview_of(app: &App) -> Overview {
+    overview_sized(app, app.size())
+}
+
+/// The overview as `app` draws it in a terminal of `size`.
+pub fn overview_sized(app: &App, size: (u16, u16)) -> Overview {
     overview_for(
-        app.size(),
+        size,
         app.system().gpus.len(),
-        app.nav().events,
+        app.events_rows(),
         app.replaying(),
         listed(app),
         app.config().display.chart_rows,
@@ -263,11 +297,6 @@ pub fn side_width(width: u16) -> Option<u16> {
 pub fn table_body(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) -> Rect {
     let t = overview(size, gpus, show_events, replay).table;
     Rect::new(t.x, t.y + 1, t.width, t.height.saturating_sub(1))
-}
-
-/// How many process rows fit.
-pub fn table_rows(size: (u16, u16), gpus: usize, show_events: bool, replay: bool) -> usize {
-    table_body(size, gpus, show_events, replay).height as usize
 }
 
 /// The column whose header is at `x` in a table `width` wide.

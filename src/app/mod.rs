@@ -336,15 +336,9 @@ impl App {
         rows.iter().position(|r| r.id() == id)
     }
 
-    /// Process table rows that fit on screen.
+    /// Process table rows that fit on screen, as drawn (below its header).
     pub fn table_height(&self) -> usize {
-        layout::table_rows(
-            self.nav.size,
-            self.settings.system.gpus.len(),
-            // Shown unasked, it only takes rows the processes leave.
-            self.nav.events == EventsPane::Open,
-            self.replaying(),
-        )
+        layout::overview_of(self).table.height.saturating_sub(1) as usize
     }
 
     /// Whether per-process GPU utilisation is on screen: the overview's
@@ -386,7 +380,7 @@ impl App {
 
     pub fn update(&mut self, event: Event) -> Option<Action> {
         let action = self.on_event(event);
-        self.keep_focus_shown();
+        self.settle_events_pane();
         action
     }
 

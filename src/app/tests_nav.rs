@@ -2,12 +2,15 @@
 //! header, the first row, command scrolling, user and GPU filters, the
 //! events pane and the jumps between events.
 
+use std::sync::Arc;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::*;
 use crate::app::fixture;
 use crate::app::playback::VecTimeline;
 use crate::config::{Column, Config};
+use crate::pipeline::Analyzed;
 
 fn key(app: &mut App, code: KeyCode) -> Option<Action> {
     app.update(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)))
@@ -400,16 +403,112 @@ fn the_arrows_go_back_to_the_table_when_an_unasked_pane_goes() {
     key(&mut app, KeyCode::Tab);
     key(&mut app, KeyCode::Tab);
     assert_eq!(app.nav().focus, Pane::Events);
-    // Smaller: the processes need the rows, the pane goes, and with it
-    // the arrows.
-    app.update(Event::Resize(200, 50));
-    assert!(!app.events_shown());
+    // Smaller: it keeps fewer rows than it needed to appear, then the
+    // processes need them, the pane goes, and with it the arrows, said.
+    let mut h = 60;
+    while app.events_shown() {
+        assert!(app.events_height() + 1 >= layout::EVENTS_AUTO_KEEP as usize);
+        assert_eq!(app.nav().focus, Pane::Events, "at 200×{h}");
+        h -= 1;
+        app.update(Event::Resize(200, h));
+    }
     assert_eq!(app.nav().focus, Pane::Procs);
+    let m = app.message().map(|m| m.text.clone()).unwrap_or_default();
+    assert!(m.contains("e opens it"), "{m}");
     let before = app.table().selected;
     key(&mut app, KeyCode::Down);
     assert_ne!(app.table().selected, before, "Down moves the table");
+    // One row more is not enough to bring it back: it needs its rows.
+    app.update(Event::Resize(200, h + 1));
+    assert!(!app.events_shown());
     // Back to 200×60, it is shown again without taking the arrows.
     app.update(Event::Resize(200, 60));
     assert!(app.events_shown());
     assert_eq!(app.nav().focus, Pane::Procs);
+}
+
+/// The demo's snapshots for `seconds`, from `from` on with `extra` more
+/// processes (copies of the first, under new PIDs), analysed as live.
+fn demo_with_extra(seconds: u64, from: usize, extra: u32) -> Vec<Arc<Analyzed>> {
+    let (_, mut snaps) = fixture::snapshots("demo", 1, seconds, "me");
+    for s in snaps.iter_mut().skip(from) {
+        let first = s.procs[0].clone();
+        for i in 0..extra {
+            let mut p = first.clone();
+            p.pid = 90_000 + i;
+            s.procs.push(p);
+        }
+    }
+    let cfg = crate::analysis::AnalysisConfig::from_config(&Config::default());
+    crate::pipeline::analyse_all(&cfg, snaps)
+}
+
+#[test]
+fn a_focused_unasked_pane_stays_while_a_few_processes_come() {
+    let size = (200, 60);
+    let base = fixture::app("demo", 1, 100, size);
+    let h0 = base.events_height();
+    let spare = h0 + 1;
+    // Processes enough to leave the pane fewer rows than it needs to
+    // appear, but as many as it keeps.
+    let extra = (spare - layout::EVENTS_AUTO_KEEP as usize) as u32;
+    let run = |extra| {
+        let mut app = App::live(fixture::settings(
+            Config::default(),
+            fixture::snapshots("demo", 1, 1, "me").0,
+        ));
+        app.update(Event::Resize(size.0, size.1));
+        let snaps = demo_with_extra(100, 90, extra);
+        let mut snaps = snaps.into_iter();
+        for s in snaps.by_ref().take(90) {
+            app.update(Event::Snapshot(s));
+        }
+        ch(&mut app, 'e');
+        assert_eq!(app.nav().focus, Pane::Events);
+        // The pane's last line selected: it must scroll when it shrinks.
+        let last = (app.events_height() - 1).min(app.events().len() - 1);
+        for _ in 0..=last {
+            key(&mut app, KeyCode::Down);
+        }
+        assert_eq!(app.events_view().selected, Some(last));
+        assert!(last >= layout::EVENTS_AUTO_KEEP as usize, "{last}");
+        for s in snaps {
+            app.update(Event::Snapshot(s));
+        }
+        app
+    };
+    let app = run(extra);
+    assert!(app.events_shown(), "kept: {extra} processes more");
+    assert_eq!(app.nav().focus, Pane::Events, "the arrows stay in it");
+    assert_eq!(app.events_height() + 1, layout::EVENTS_AUTO_KEEP as usize);
+    let v = app.events_view();
+    let sel = v.selected.expect("an event stays selected");
+    assert!(
+        sel >= v.offset && sel < v.offset + app.events_height(),
+        "{v:?}"
+    );
+    // One process more: the rows go to the processes, the arrows to the table.
+    let app = run(extra + 1);
+    assert!(!app.events_shown());
+    assert_eq!(app.nav().focus, Pane::Procs);
+}
+
+#[test]
+fn a_click_in_an_unasked_pane_selects_its_event_and_gives_it_the_arrows() {
+    let mut app = fixture::app("demo", 1, 90, (200, 60));
+    let o = layout::overview_of(&app);
+    let e = o.events.expect("shown unasked");
+    assert!(app.events().len() >= 2, "the demo has events by now");
+    // The pane's second line: the second newest event.
+    click(&mut app, e.x + 5, e.y + 2);
+    assert_eq!(app.nav().focus, Pane::Events);
+    assert_eq!(app.events_view().selected, Some(1));
+    // The detail line moved up under the table: a click there selects
+    // nothing in either.
+    let d = o.detail.expect("a detail line");
+    assert_eq!(d.y, o.table.bottom());
+    let before = app.table().selected;
+    click(&mut app, 10, d.y);
+    assert_eq!(app.table().selected, before);
+    assert_eq!(app.events_view().selected, Some(1));
 }

@@ -76,6 +76,9 @@ pub struct Nav {
     pub focus: Pane,
     pub selected_gpu: usize,
     pub events: EventsPane,
+    /// A pane shown unasked ([`EventsPane::Auto`]) was shown at the last
+    /// update: it then keeps fewer rows (`layout::EventsRows`).
+    pub events_held: bool,
     /// Terminal size, from the last resize.
     pub size: (u16, u16),
 }
@@ -87,6 +90,7 @@ impl Default for Nav {
             focus: Pane::Procs,
             selected_gpu: 0,
             events: EventsPane::Auto,
+            events_held: false,
             size: (120, 40),
         }
     }

@@ -21,7 +21,7 @@ use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Widget};
 
 use crate::app::layout::{self, CardStyle, MIN_HEIGHT, MIN_WIDTH};
-use crate::app::{App, Mode, Screen};
+use crate::app::{App, Screen};
 
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame, app: &App) {
@@ -49,15 +49,7 @@ fn screen(app: &App, area: Rect, buf: &mut Buffer) {
             .render(area, buf);
         return;
     }
-    let replay = matches!(app.mode(), Mode::Replay(_));
-    let o = layout::overview_for(
-        (area.width, area.height),
-        app.system().gpus.len(),
-        app.nav().events,
-        replay,
-        layout::listed(app),
-        app.config().display.chart_rows,
-    );
+    let o = layout::overview_sized(app, (area.width, area.height));
     (&header::HeaderBar(app)).render(o.header, buf);
     let body = Rect::new(
         0,

@@ -127,19 +127,67 @@ fn grown_cards_are_found_where_they_are_drawn() {
 
 #[test]
 fn grown_parts_tile_the_screen() {
+    use EventsPane::{Auto, Closed, Open};
     for (size, gpus, ev, replay, listed) in [
-        ((120, 40), 1, true, false, 0),
-        ((200, 60), 4, false, false, 8),
-        ((200, 60), 2, true, true, 1),
-        ((200, 60), 8, true, true, 3),
+        ((120, 40), 1, Open, false, 0),
+        ((200, 60), 4, Closed, false, 8),
+        ((200, 60), 2, Open, true, 1),
+        ((200, 60), 8, Open, true, 3),
+        ((120, 40), 1, Auto, false, 7),
+        ((200, 60), 4, Auto, true, 8),
+        ((120, 40), 8, Auto, false, 2),
+        ((80, 24), 8, Auto, false, 0),
     ] {
-        let o = overview_for(size, gpus, pane(ev), replay, listed, CHART_MAX_ROWS);
-        let mut used = o.header.height + o.cards.height + o.table.height + o.footer.height;
-        used += o.detail.map_or(0, |r| r.height);
-        used += o.events.map_or(0, |r| r.height) + o.timeline.map_or(0, |r| r.height);
-        assert_eq!(used, size.1, "{size:?} {gpus} {ev} {replay}: {o:?}");
-        assert!(o.table.height > listed.max(1) as u16, "{o:?}");
+        for held in [false, true] {
+            let rows = EventsRows { pane: ev, held };
+            let o = overview_for(size, gpus, rows, replay, listed, CHART_MAX_ROWS);
+            let mut used = o.header.height + o.cards.height + o.table.height + o.footer.height;
+            used += o.detail.map_or(0, |r| r.height);
+            used += o.events.map_or(0, |r| r.height) + o.timeline.map_or(0, |r| r.height);
+            assert_eq!(used, size.1, "{size:?} {gpus} {ev:?} {replay}: {o:?}");
+            assert!(o.table.height > listed.max(1) as u16, "{o:?}");
+        }
     }
+}
+
+#[test]
+fn a_pane_shown_unasked_stays_in_fewer_rows_than_it_needs_to_appear() {
+    let rows = |held| EventsRows {
+        pane: EventsPane::Auto,
+        held,
+    };
+    let at = |listed, held| overview_for((120, 40), 1, rows(held), false, listed, CHART_MAX_ROWS);
+    let mut kept_only = Vec::new();
+    for listed in 0..40 {
+        let (new, held) = (at(listed, false), at(listed, true));
+        if let Some(e) = new.events {
+            assert!(e.height >= EVENTS_AUTO_MIN, "{listed}: {new:?}");
+            assert_eq!(held, new, "{listed}: held, the same pane");
+        }
+        match (new.events, held.events) {
+            (None, Some(e)) => {
+                assert!(e.height >= EVENTS_AUTO_KEEP, "{listed}: {held:?}");
+                kept_only.push(e.height);
+            }
+            (Some(_), None) => panic!("{listed}: held but gone"),
+            _ => {}
+        }
+    }
+    // Each row from the one the pane keeps to the one it needs, once.
+    let want: Vec<u16> = (EVENTS_AUTO_KEEP..EVENTS_AUTO_MIN).rev().collect();
+    assert_eq!(kept_only, want);
+}
+
+#[test]
+fn two_line_cards_leave_their_empty_rows_to_the_events_pane_too() {
+    // Eight GPUs at 120×40: two lines each, two processes, the rows
+    // under them to the pane.
+    let o = overview_for((120, 40), 8, EventsPane::Auto, false, 2, CHART_MAX_ROWS);
+    assert_eq!(o.style, CardStyle::TwoLine);
+    let e = o.events.unwrap_or_else(|| panic!("{o:?}"));
+    assert_eq!(o.table.height, 3, "{o:?}");
+    assert!(e.height >= EVENTS_AUTO_MIN, "{o:?}");
+    assert_eq!(e.bottom(), o.footer.y);
 }
 
 #[test]

@@ -14,25 +14,16 @@ use crate::config::{ColorDepth, Column, Display, EventsPane, MAX_CHART_ROWS, The
 impl Validator<'_> {
     pub(super) fn display(&mut self, r: raw::RawDisplay) -> Display {
         let d = Display::default();
-        let theme = match &r.theme {
-            None => d.theme,
-            Some(f) => match self.string_of("[display] theme", f).as_deref() {
-                Some("dark") => Theme::Dark,
-                Some("light") => Theme::Light,
-                Some("mono") => Theme::Mono,
-                Some(_) => {
-                    let echo = self.echo(&f.span());
-                    self.bad(
-                        Some(f.span()),
-                        format!(
-                            "[display] theme = {echo}: must be \"dark\", \"light\" or \"mono\""
-                        ),
-                    );
-                    d.theme
-                }
-                None => d.theme,
-            },
-        };
+        let theme = self.one_of(
+            "[display] theme",
+            r.theme.as_ref(),
+            &[
+                ("dark", Theme::Dark),
+                ("light", Theme::Light),
+                ("mono", Theme::Mono),
+            ],
+            d.theme,
+        );
         let color = match &r.color {
             None => d.color,
             Some(f) => {
@@ -56,25 +47,16 @@ impl Validator<'_> {
                 })
             }
         };
-        let events = match &r.events {
-            None => d.events,
-            Some(f) => match self.string_of("[display] events", f).as_deref() {
-                Some("auto") => EventsPane::Auto,
-                Some("open") => EventsPane::Open,
-                Some("closed") => EventsPane::Closed,
-                Some(_) => {
-                    let echo = self.echo(&f.span());
-                    self.bad(
-                        Some(f.span()),
-                        format!(
-                            "[display] events = {echo}: must be \"auto\", \"open\" or \"closed\""
-                        ),
-                    );
-                    d.events
-                }
-                None => d.events,
-            },
-        };
+        let events = self.one_of(
+            "[display] events",
+            r.events.as_ref(),
+            &[
+                ("auto", EventsPane::Auto),
+                ("open", EventsPane::Open),
+                ("closed", EventsPane::Closed),
+            ],
+            d.events,
+        );
         let columns = match &r.columns {
             None => d.columns.clone(),
             Some(list) => self.columns(list).unwrap_or(d.columns),
@@ -94,6 +76,35 @@ impl Validator<'_> {
                 .map_or(d.chart_rows, |v| v as u16),
             events,
         }
+    }
+
+    /// One of `choices` by its name, `default` when absent; any other
+    /// string is a problem naming them all.
+    fn one_of<K, T: Copy>(
+        &mut self,
+        label: &str,
+        f: Option<&Spanned<Text<K>>>,
+        choices: &[(&str, T)],
+        default: T,
+    ) -> T {
+        let Some(f) = f else {
+            return default;
+        };
+        let name = self.string_of(label, f);
+        if let Some(&(_, v)) = choices.iter().find(|(n, _)| Some(*n) == name.as_deref()) {
+            return v;
+        }
+        if name.is_some() {
+            let names: Vec<String> = choices.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+            let list = match names.split_last() {
+                Some((last, [])) => last.clone(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                None => String::new(),
+            };
+            let echo = self.echo(&f.span());
+            self.bad(Some(f.span()), format!("{label} = {echo}: must be {list}"));
+        }
+        default
     }
 
     fn columns(
