@@ -99,11 +99,13 @@ impl App {
     }
 
     pub(super) fn keep_event_visible(&mut self) {
-        let h = self.events_height().max(1);
-        let v = &mut self.events_view;
-        let Some(s) = v.selected else {
+        // Nothing selected, nothing to keep: no layout to compute (this
+        // runs after every update).
+        let Some(s) = self.events_view.selected else {
             return;
         };
+        let h = self.events_height().max(1);
+        let v = &mut self.events_view;
         if s < v.offset {
             v.offset = s;
         } else if s >= v.offset + h {
