@@ -103,10 +103,12 @@ pub struct IntervalArg {
 /// Which GPUs (the commands that show live GPUs).
 #[derive(Debug, Clone, Args, Default)]
 pub struct GpuArgs {
-    /// Only these GPUs: indexes, UUIDs or PCI bus ids, comma-separated.
+    /// Only these GPUs: indexes (`0-3` for 0 to 3), UUIDs or PCI bus ids,
+    /// comma-separated.
     ///
     /// As `nvidia-smi -i` takes them: NVML indexes, UUIDs (`GPU-...`; a
-    /// unique prefix will do) or PCI bus ids (`0000:18:00.0`). They are shown
+    /// unique prefix will do) or PCI bus ids (`0000:18:00.0`); ranges of
+    /// indexes such as `0-3` (up to 64 GPUs) as well. They are shown
     /// numbered from 0 in the order given, as CUDA numbers the devices of
     /// `CUDA_VISIBLE_DEVICES`. Default: `CUDA_VISIBLE_DEVICES` when it is
     /// set, else every GPU.

@@ -91,19 +91,59 @@ fn bus_key(s: &str) -> Option<(u32, String)> {
     ))
 }
 
+/// The most GPUs one index range (`0-7`) may name: more than any one host
+/// has, few enough that a typo such as `0-70000` is refused, not expanded.
+const MAX_RANGE: u32 = 64;
+
 /// `--gpu LIST`: comma-separated [`GpuId`]s, at least one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuList(pub Vec<GpuId>);
 
 impl GpuList {
-    /// Parses `--gpu`'s value; the error says which entry is wrong.
+    /// Parses `--gpu`'s value: entries as [`GpuId::parse`] takes them, and
+    /// ranges of indexes (`0-3` for `0,1,2,3`); the error says which entry
+    /// is wrong.
     pub fn parse(s: &str) -> Result<GpuList, String> {
-        let ids = s
-            .split(',')
-            .map(GpuId::parse)
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut ids = Vec::new();
+        for entry in s.split(',') {
+            match index_range(entry)? {
+                Some(range) => ids.extend(range.map(GpuId::Index)),
+                None => ids.push(GpuId::parse(entry)?),
+            }
+        }
         Ok(GpuList(ids))
     }
+}
+
+/// `a-b` with both ends indexes: the indexes from a to b. `None` for an
+/// entry that is not a range (a UUID has dashes too, `-1` is a bad index).
+fn index_range(entry: &str) -> Result<Option<std::ops::RangeInclusive<u32>>, String> {
+    let t = entry.trim();
+    let Some((a, b)) = t.split_once('-') else {
+        return Ok(None);
+    };
+    let number = |x: &str| {
+        let x = x.trim();
+        (!x.is_empty() && x.bytes().all(|c| c.is_ascii_digit())).then(|| x.parse::<u32>().ok())
+    };
+    let (Some(a), Some(b)) = (number(a), number(b)) else {
+        return Ok(None);
+    };
+    let (Some(a), Some(b)) = (a, b) else {
+        return Err(format!("`{t}`: a GPU index is at most {}", u32::MAX));
+    };
+    if a > b {
+        return Err(format!(
+            "`{t}` counts down; a range of GPU indexes counts up, like {b}-{a}"
+        ));
+    }
+    if b - a >= MAX_RANGE {
+        return Err(format!(
+            "`{t}` names {} GPUs; a range may name at most {MAX_RANGE}",
+            u64::from(b - a) + 1
+        ));
+    }
+    Ok(Some(a..=b))
 }
 
 impl std::fmt::Display for GpuList {
@@ -469,6 +509,36 @@ mod tests {
         assert!(GpuList::parse("-1").unwrap_err().contains("`-1`"));
         assert!(GpuList::parse("MIG-1").unwrap_err().contains("MIG"));
         assert!(GpuList::parse("1:2").unwrap_err().contains("PCI bus id"));
+        assert_eq!(
+            GpuList::parse("0-2, 5 - 6,GPU-1-2").unwrap().0,
+            [
+                GpuId::Index(0),
+                GpuId::Index(1),
+                GpuId::Index(2),
+                GpuId::Index(5),
+                GpuId::Index(6),
+                GpuId::Uuid("GPU-1-2".into())
+            ],
+            "index ranges; a UUID's dashes are not a range"
+        );
+        assert_eq!(GpuList::parse("3-3").unwrap().0, [GpuId::Index(3)]);
+        assert_eq!(
+            GpuList::parse("3-1").unwrap_err(),
+            "`3-1` counts down; a range of GPU indexes counts up, like 1-3"
+        );
+        assert_eq!(
+            GpuList::parse("0-70000").unwrap_err(),
+            "`0-70000` names 70001 GPUs; a range may name at most 64"
+        );
+        assert!(GpuList::parse("0-63").is_ok());
+        assert!(GpuList::parse("0-64").unwrap_err().contains("at most 64"));
+        assert!(
+            GpuList::parse("0-99999999999")
+                .unwrap_err()
+                .contains("at most 4294967295")
+        );
+        assert!(GpuList::parse("1-").unwrap_err().contains("`1-`"));
+        assert!(GpuList::parse("a-b").unwrap_err().contains("`a-b`"));
         assert_eq!(bus_key("00000000:18:00.0"), bus_key("0000:18:00.0"));
         assert_eq!(bus_key("18:00.0"), bus_key("0000:18:00.0"));
     }
@@ -505,6 +575,16 @@ mod tests {
         assert_eq!(
             chosen(&Selection::Auto, Some("2")).unwrap().shown.unwrap(),
             "showing GPU 2 as 0 (CUDA_VISIBLE_DEVICES=2)"
+        );
+        assert_eq!(
+            chosen(&list("2-3,0"), None).unwrap().positions,
+            Some(vec![2, 3, 0]),
+            "a range and an index, in the order given"
+        );
+        let e = chosen(&list("0-7"), None).unwrap_err();
+        assert_eq!(
+            e,
+            "--gpu 0,1,2,3,4,5,6,7: `4` is none of this machine's GPUs 0-3"
         );
         let e = chosen(&list("1,7"), None).unwrap_err();
         assert_eq!(e, "--gpu 1,7: `7` is none of this machine's GPUs 0-3");

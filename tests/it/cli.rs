@@ -407,6 +407,18 @@ fn gpus_are_chosen_by_flag_or_cuda_visible_devices() {
         .stderr(predicate::str::contains(
             "--gpu 1,9: `9` is none of this machine's GPUs 0-3",
         ));
+    vw().args(["snapshot", "--demo", "--gpu", "1-2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(
+            "showing GPUs 1, 2 as 0, 1 (--gpu 1,2)\n",
+        ));
+    vw().args(["snapshot", "--demo", "--gpu", "3-1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "`3-1` counts down; a range of GPU indexes counts up, like 1-3",
+        ));
     // CUDA_VISIBLE_DEVICES, unless --gpu or --all-gpus.
     let count = |env: &str, extra: &[&str]| {
         let out = vw()
