@@ -5,8 +5,9 @@ use std::time::Duration;
 use super::counting::CountingSource;
 use super::*;
 use crate::model::{EventKind, GpuState, ProcSample};
+use crate::source::select::Selected;
 use crate::source::sim::{SimSource, SimWorld};
-use crate::source::{GpuProbe, HostFacts};
+use crate::source::{GpuProbe, HostFacts, Source};
 
 fn quick_schedule() -> Schedule {
     Schedule {
@@ -466,4 +467,57 @@ async fn a_preview_comes_first_and_the_full_read_right_after_it() {
     // preview ~10 ms before it (a CPU % over 10 ms would be noise).
     let fresh: Vec<bool> = log.lock().unwrap().iter().map(|&(_, f)| f).collect();
     assert_eq!(fresh[..2], [false, true], "{fresh:?}");
+}
+
+/// A simulated source of four GPUs (the `demo` world).
+fn demo_source() -> Box<dyn Source> {
+    let world = SimWorld::new("demo", 1, 1_764_000_000_000).unwrap();
+    Box::new(SimSource::new(world, "me".into()))
+}
+
+/// `--gpu` through the sampler: a chosen subset is numbered from zero and
+/// keeps each GPU's processes and host facts.
+#[test]
+fn the_selected_source_numbers_its_gpus_from_zero() {
+    let inner = demo_source();
+    let all = inner.system();
+    let t = 1_764_000_030_000;
+    let whole = sample_once(inner.as_ref(), std::time::Duration::ZERO);
+    let s = Selected::new(inner, vec![2, 1]);
+    let sys = s.system();
+    assert_eq!(sys.gpus.len(), 2);
+    assert_eq!((sys.gpus[0].index, sys.gpus[1].index), (0, 1));
+    assert_eq!(sys.gpus[0].uuid, all.gpus[2].uuid);
+    assert_eq!(sys.gpus[1].pci_bus_id, all.gpus[1].pci_bus_id);
+    assert_eq!(sys.host, all.host);
+    let snap = sample_once(&s, std::time::Duration::ZERO);
+    assert_eq!(snap.gpus.len(), 2);
+    assert_eq!(snap.gpus[0].mem.unwrap().total, all.gpus[2].memory_total);
+    // The processes of GPU 2 are shown on GPU 0, with their host facts.
+    let on2: Vec<u32> = whole
+        .procs
+        .iter()
+        .filter(|p| p.gpu == 2)
+        .map(|p| p.pid)
+        .collect();
+    let on0: Vec<u32> = snap
+        .procs
+        .iter()
+        .filter(|p| p.gpu == 0)
+        .map(|p| p.pid)
+        .collect();
+    assert_eq!(on0, on2);
+    assert!(snap.procs.iter().all(|p| p.user.is_some()));
+    let mut probe = s.probe(5);
+    assert!(probe.fast(t).is_err());
+    // Host facts are asked about the inner GPU: the simulated PyTorch
+    // figures carry the UUID of the GPU the process is shown on.
+    let s = Selected::new(demo_source(), vec![3, 0]);
+    let snap = sample_once(&s, std::time::Duration::ZERO);
+    let torch: Vec<_> = snap.procs.iter().filter(|p| p.torch.is_some()).collect();
+    assert_eq!(torch.len(), 2);
+    for p in torch {
+        let uuid = p.torch.as_ref().unwrap().devices[0].uuid.clone().unwrap();
+        assert_eq!(uuid, s.system().gpus[p.gpu as usize].uuid, "{}", p.pid);
+    }
 }

@@ -42,6 +42,19 @@ fn wait_screen(socket: &str, what: &str, within: Duration) -> String {
     }
 }
 
+/// Waits until `what` has left the screen.
+fn wait_gone(socket: &str, what: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let s = tmux(socket, &["capture-pane", "-p", "-t", "t"]);
+        if !s.contains(what) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what:?} stays on screen:\n{s}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn in_tmux_it_stays_responsive_while_prometheus_is_silent() {
     if !common::tool_available("tmux") || !binary_has_fleet() {
@@ -80,7 +93,10 @@ fn in_tmux_it_stays_responsive_while_prometheus_is_silent() {
         "{:?}",
         t0.elapsed()
     );
+    // Esc and q sent back to back reach the terminal as one read, which
+    // reads as Alt-q; wait for the help to close before quitting.
     tmux(&socket, &["send-keys", "-t", "t", "Escape"]);
+    wait_gone(&socket, "fleet help", Duration::from_secs(3));
     tmux(&socket, &["send-keys", "-t", "t", "q"]);
     wait_screen(&socket, "EXITED 0", Duration::from_secs(5));
     tmux(&socket, &["kill-server"]);
