@@ -65,7 +65,7 @@ fn in_tmux_it_stays_responsive_while_prometheus_is_silent() {
     let addr = l.local_addr().unwrap();
     let socket = format!("vw-fleet-{}", std::process::id());
     let cmd = format!(
-        "env -i PATH=/usr/bin:/bin TERM=xterm-256color HOME=/tmp {} fleet --prometheus http://{addr} --timeout 1s; echo EXITED $?; sleep 30",
+        "env -i PATH=/usr/bin:/bin TERM=xterm-256color HOME=/tmp {} fleet --prometheus http://{addr} --timeout 3s; echo EXITED $?; sleep 30",
         env!("CARGO_BIN_EXE_vramwatch")
     );
     tmux(
@@ -82,14 +82,15 @@ fn in_tmux_it_stays_responsive_while_prometheus_is_silent() {
             &cmd,
         ],
     );
-    let s = wait_screen(&socket, "no answer within 1.0s", Duration::from_secs(10));
+    let s = wait_screen(&socket, "no answer within 3.0s", Duration::from_secs(15));
     assert!(s.contains("vramwatch fleet"), "{s}");
-    // Keys answer at once while refreshes keep timing out.
+    // Keys answer at once while refreshes keep timing out: a UI that waited
+    // on a refresh would take up to its 3 s timeout (3 s of every 5).
     let t0 = Instant::now();
     tmux(&socket, &["send-keys", "-t", "t", "?"]);
     wait_screen(&socket, "fleet help", Duration::from_secs(3));
     assert!(
-        t0.elapsed() < Duration::from_millis(900),
+        t0.elapsed() < Duration::from_millis(1500),
         "{:?}",
         t0.elapsed()
     );
