@@ -146,9 +146,34 @@ fn index_range(entry: &str) -> Result<Option<std::ops::RangeInclusive<u32>>, Str
     Ok(Some(a..=b))
 }
 
+/// As it would be typed: runs of three or more consecutive indexes as a
+/// range (`0-9`), the rest as listed.
 impl std::fmt::Display for GpuList {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let parts: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        let ids = &self.0;
+        let index = |k: usize| match ids.get(k) {
+            Some(GpuId::Index(i)) => Some(*i),
+            _ => None,
+        };
+        let mut parts = Vec::new();
+        let mut k = 0;
+        while k < ids.len() {
+            let mut end = k;
+            if let Some(first) = index(k) {
+                let mut last = first;
+                while index(end + 1).is_some_and(|n| Some(n) == last.checked_add(1)) {
+                    end += 1;
+                    last += 1;
+                }
+                if end - k >= 2 {
+                    parts.push(format!("{first}-{last}"));
+                    k = end + 1;
+                    continue;
+                }
+            }
+            parts.push(ids[k].to_string());
+            k += 1;
+        }
         f.write_str(&parts.join(","))
     }
 }

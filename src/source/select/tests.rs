@@ -111,10 +111,7 @@ fn gpu_picks_in_the_order_given_and_is_strict() {
         "a range and an index, in the order given"
     );
     let e = chosen(&list("0-7"), None).unwrap_err();
-    assert_eq!(
-        e,
-        "--gpu 0,1,2,3,4,5,6,7: `4` is none of this machine's GPUs 0-3"
-    );
+    assert_eq!(e, "--gpu 0-7: `4` is none of this machine's GPUs 0-3");
     let e = chosen(&list("1,7"), None).unwrap_err();
     assert_eq!(e, "--gpu 1,7: `7` is none of this machine's GPUs 0-3");
     let e = chosen(&list("GPU-"), None).unwrap_err();
@@ -150,4 +147,17 @@ fn cuda_visible_devices_is_read_as_cuda_does() {
             "{e}"
         );
     }
+}
+
+#[test]
+fn a_list_is_written_back_as_it_would_be_typed() {
+    let shown = |s: &str| GpuList::parse(s).unwrap().to_string();
+    assert_eq!(shown("0-9"), "0-9");
+    assert_eq!(shown("1,2"), "1,2");
+    assert_eq!(shown("0-2,4,5,7-9"), "0-2,4,5,7-9");
+    assert_eq!(shown("3,2,1"), "3,2,1");
+    assert_eq!(shown("0,1,GPU-abc,2,3,4"), "0,1,GPU-abc,2-4");
+    // An error names the list as typed, not 64 indexes.
+    let e = chosen(&list("0-9"), None).unwrap_err();
+    assert!(e.starts_with("--gpu 0-9: `4` is none"), "{e}");
 }
