@@ -257,11 +257,6 @@ impl App {
             .count()
     }
 
-    /// Growth of a process in bytes/s, where known.
-    pub fn rate_of(&self, s: &ProcSeries) -> Option<f64> {
-        self.proc_insight(&s.id).map(|i| i.rate_bps)
-    }
-
     /// The analysis of GPU `index`, as of the newest analysed snapshot
     /// (live) or the position shown (replay).
     pub fn gpu_insight(&self, index: usize) -> Option<GpuInsight> {
@@ -298,7 +293,7 @@ impl App {
             slot,
             &self.table.filter,
             self.table.sort,
-            &|s| self.rate_of(s),
+            &|s| self.proc_insight(&s.id),
         )
     }
 
@@ -313,7 +308,7 @@ impl App {
             slot,
             &format!("gpu:{gpu}"),
             Sort::default(),
-            &|s| self.rate_of(s),
+            &|s| self.proc_insight(&s.id),
         )
     }
 
