@@ -28,8 +28,8 @@ pub struct Row<'a> {
     /// Highest memory as of the slot (nothing later counts), and when.
     pub peak: Option<(u64, Millis)>,
     /// What the memory sort orders by: the reading, or for a process the
-    /// analysis finds swinging the highest of the last [`SORT_HOLD_MS`]
-    /// (none for an exited process).
+    /// analysis finds swinging (or cannot tell yet) the highest of the last
+    /// [`SORT_HOLD_MS`] (none for an exited process).
     pub held_mem: Option<u64>,
 }
 
@@ -39,8 +39,10 @@ pub struct Row<'a> {
 /// row stays put instead of jumping past its neighbours twice a cycle.
 /// That made rows hard to follow and was most of the table's redrawing on
 /// a real recording (`tests/fixtures/h200/leak-oom.jsonl.zst`: 802 row
-/// moves in 247 snapshots by the reading, 89 with the hold). Every other
-/// process sorts by its reading.
+/// moves in 247 snapshots by the reading, 89 with the hold). A process
+/// still `warming up` (too few samples for a phase: every process in the
+/// dashboard's first seconds) is held the same way; every other process
+/// sorts by its reading.
 pub const SORT_HOLD_MS: Millis = 5_000;
 
 impl Row<'_> {
@@ -189,7 +191,11 @@ pub fn rows_at<'a>(
             let last = point.or_else(|| s.at(s.last_slot));
             let total = totals.get(s.id.gpu as usize).copied().flatten();
             let ins = if exited { None } else { insight(s) };
-            let swings = ins.as_ref().is_some_and(|i| i.phase == Phase::Volatile);
+            // Held where the analysis finds it swinging or cannot tell yet
+            // (`warming up`: every process in the dashboard's first seconds).
+            let swings = ins
+                .as_ref()
+                .is_some_and(|i| matches!(i.phase, Phase::Volatile | Phase::Unknown));
             let mem_pct = match (point.and_then(|p| p.mem), total) {
                 (Some(m), Some(t)) if t > 0 => Some(m as f64 * 100.0 / t as f64),
                 _ => None,
@@ -388,6 +394,29 @@ mod tests {
         let rows = rows_at(&h, 3, "", Sort::default(), &insight);
         assert_eq!(rows[1].id().key.pid, 1);
         assert_eq!((rows[1].mem(), rows[1].held_mem), (Some(100), Some(800)));
+        // A process the analysis cannot judge yet (`warming up`) is held
+        // too: at slot 8 PID 3's fall (slot 6) is 2 s old.
+        let warming = |_: &ProcSeries| {
+            Some(ProcInsight {
+                rate_bps: 0.0,
+                phase: Phase::Unknown,
+                leak: false,
+                full_in: None,
+            })
+        };
+        assert_eq!(
+            pids(&rows_at(&h, 8, "", Sort::default(), &warming)),
+            vec![3, 1, 2]
+        );
+        assert_eq!(
+            pids(&rows_at(&h, 8, "", Sort::default(), &insight)),
+            vec![1, 2, 3]
+        );
+        // Once the fall has held SORT_HOLD_MS it sorts by its reading.
+        assert_eq!(
+            pids(&rows_at(&h, 11, "", Sort::default(), &warming)),
+            vec![1, 2, 3]
+        );
     }
 
     #[test]
