@@ -427,10 +427,15 @@ pub mod units {
         format!("{sign}{v}{unit}/s")
     }
 
-    /// An age, at minute resolution past a minute so it changes rarely:
-    /// "45s", "12m", "3h05m", "2d04h".
+    /// An age, about a tenth of its size precise so it changes rarely: to
+    /// the second under 10 s, to ten seconds under a minute, then to the
+    /// minute: "7s", "40s", "12m", "3h05m", "2d04h". (Ticking every second,
+    /// the column was a quarter of the bytes a dashboard wrote while its
+    /// processes were under a minute old: H200, 7 processes, 120x40.)
     pub fn age_short(secs: u64) -> String {
-        if (60..3600).contains(&secs) {
+        if (10..60).contains(&secs) {
+            format!("{}s", secs / 10 * 10)
+        } else if (60..3600).contains(&secs) {
             format!("{}m", secs / 60)
         } else {
             duration_short(secs)
@@ -480,7 +485,9 @@ mod tests {
         assert_eq!(rate_short(1.01 * GIB as f64), "+1.0G/s");
         assert_eq!(rate_short(996.0 * MIB as f64), "+1.0G/s");
         assert_eq!(rate_short(990.0 * MIB as f64), "+990M/s");
-        assert_eq!(age_short(59), "59s");
+        assert_eq!(age_short(9), "9s");
+        assert_eq!(age_short(10), "10s");
+        assert_eq!(age_short(59), "50s");
         assert_eq!(age_short(179), "2m");
         assert_eq!(age_short(3 * 3600 + 5 * 60), "3h05m");
     }
