@@ -35,7 +35,8 @@ fn bytes_per_second(
     app.update(Event::Resize(size.0, size.1));
     let count = CountingWriter::default();
     let total = count.0.clone();
-    let backend = CrosstermBackend::new(count);
+    // As the dashboard writes: through its FrameWriter.
+    let backend = CrosstermBackend::new(vramwatch::tui::FrameWriter::new(count, true));
     let mut term = match Terminal::with_options(
         backend,
         ratatui::TerminalOptions {

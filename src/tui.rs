@@ -13,6 +13,9 @@ use crossterm::{cursor, execute};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
+mod frame_writer;
+pub use frame_writer::FrameWriter;
+
 /// Whether the terminal is in our mode (so restoring twice is harmless).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static MOUSE: AtomicBool = AtomicBool::new(false);
@@ -27,7 +30,7 @@ pub enum TuiError {
     Io(#[from] io::Error),
 }
 
-pub type Term = Terminal<CrosstermBackend<Stdout>>;
+pub type Term = Terminal<CrosstermBackend<FrameWriter<Stdout>>>;
 
 /// Puts the terminal back as it was. Safe to call more than once and from
 /// a panic hook.
@@ -99,7 +102,9 @@ impl Tui {
             restore();
             return Err(e.into());
         }
-        let terminal = match Terminal::new(CrosstermBackend::new(io::stdout())) {
+        // The cursor was hidden just above.
+        let out = FrameWriter::new(io::stdout(), true);
+        let terminal = match Terminal::new(CrosstermBackend::new(out)) {
             Ok(t) => t,
             Err(e) => {
                 restore();

@@ -37,7 +37,7 @@ fn main() {
     let count = CountingWriter::default();
     let total = count.0.clone();
     let mut term = Terminal::with_options(
-        CrosstermBackend::new(count),
+        CrosstermBackend::new(vramwatch::tui::FrameWriter::new(count, true)),
         ratatui::TerminalOptions {
             viewport: ratatui::Viewport::Fixed(Rect::new(0, 0, w, h)),
         },
