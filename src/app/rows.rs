@@ -37,12 +37,12 @@ pub struct Row<'a> {
 /// takes back gigabytes every few seconds) keeps its place in the memory
 /// sort after a fall: it sorts by its highest reading of this long, so its
 /// row stays put instead of jumping past its neighbours twice a cycle.
-/// That made rows hard to follow and was most of the table's redrawing on
+/// That made rows hard to follow and was much of the table's redrawing on
 /// a real recording (`tests/fixtures/h200/leak-oom.jsonl.zst`: 802 row
-/// moves in 247 snapshots by the reading, 89 with the hold). A process
-/// still `warming up` (too few samples for a phase: every process in the
-/// dashboard's first seconds) is held the same way; every other process
-/// sorts by its reading.
+/// moves in 247 snapshots by the reading, 89 holding every process so). A
+/// process still `warming up` (too few samples for a phase: every process
+/// in the dashboard's first seconds) is held the same way; every other
+/// process sorts by its reading.
 pub const SORT_HOLD_MS: Millis = 5_000;
 
 impl Row<'_> {
