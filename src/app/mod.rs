@@ -298,7 +298,8 @@ impl App {
     }
 
     /// The processes on GPU `gpu` as shown (the GPU view's list), biggest
-    /// first, whatever the table's filter.
+    /// first as the memory sort orders them (a swinging process by its
+    /// recent highest, `rows::SORT_HOLD_MS`), whatever the table's filter.
     pub fn gpu_rows(&self, gpu: usize) -> Vec<Row<'_>> {
         let Some(slot) = self.slot() else {
             return Vec::new();

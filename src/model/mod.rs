@@ -427,9 +427,9 @@ pub mod units {
         format!("{sign}{v}{unit}/s")
     }
 
-    /// An age, about a tenth of its size precise so it changes rarely: to
-    /// the second under 10 s, to ten seconds under a minute, then to the
-    /// minute: "7s", "40s", "12m", "3h05m", "2d04h". (Ticking every second,
+    /// An age, coarser as it grows so it changes rarely: to the second
+    /// under 10 s, to ten seconds under a minute, to the minute under an
+    /// hour, then as `duration_short`: "7s", "40s", "12m", "3h05m", "2d04h". (Ticking every second,
     /// the column was a quarter of the bytes a dashboard wrote while its
     /// processes were under a minute old: H200, 7 processes, 120x40.)
     pub fn age_short(secs: u64) -> String {

@@ -146,8 +146,9 @@ fn index_range(entry: &str) -> Result<Option<std::ops::RangeInclusive<u32>>, Str
     Ok(Some(a..=b))
 }
 
-/// As it would be typed: runs of three or more consecutive indexes as a
-/// range (`0-9`), the rest as listed.
+/// Compactly, in a form [`GpuList::parse`] takes back: runs of three or
+/// more consecutive indexes as a range (`0-9`; at most `MAX_RANGE` GPUs a
+/// range), the rest as listed.
 impl std::fmt::Display for GpuList {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ids = &self.0;
@@ -161,7 +162,9 @@ impl std::fmt::Display for GpuList {
             let mut end = k;
             if let Some(first) = index(k) {
                 let mut last = first;
-                while index(end + 1).is_some_and(|n| Some(n) == last.checked_add(1)) {
+                while end - k + 1 < MAX_RANGE as usize
+                    && index(end + 1).is_some_and(|n| Some(n) == last.checked_add(1))
+                {
                     end += 1;
                     last += 1;
                 }

@@ -8,16 +8,23 @@
 //! A frame is buffered until `flush` (ratatui flushes once per draw), so a
 //! sequence split over two writes is still seen whole; the buffer is
 //! written out, rewritten, when it grows past [`SPILL`] without a flush.
+//! The cursor's state is forgotten at a clear screen (`ESC[2J`: a resize, a
+//! return from Ctrl-Z) and every [`HEAL_EVERY`] frames, so a cursor shown
+//! behind our back (a terminal reset) is hidden again soon.
 
 use std::io::{self, Write};
 
 /// Buffered bytes that are written out even without a flush.
 const SPILL: usize = 256 * 1024;
 
+/// Flushes after which a hide goes out even when the cursor is hidden.
+const HEAL_EVERY: u32 = 64;
+
 const HIDE: &[u8] = b"\x1b[?25l";
 const SHOW: &[u8] = b"\x1b[?25h";
 const RESETS: &[u8] = b"\x1b[39m\x1b[49m\x1b[59m\x1b[0m";
 const RESET: &[u8] = b"\x1b[0m";
+const CLEAR: &[u8] = b"\x1b[2J";
 
 /// A writer for the dashboard's terminal; see the module's documentation.
 pub struct FrameWriter<W: Write> {
@@ -26,6 +33,8 @@ pub struct FrameWriter<W: Write> {
     /// Whether the terminal's cursor is hidden (as far as what went
     /// through here, and what [`FrameWriter::new`] was told, says).
     hidden: bool,
+    /// Flushes since the cursor's state was last forgotten.
+    flushes: u32,
 }
 
 impl<W: Write> FrameWriter<W> {
@@ -35,6 +44,7 @@ impl<W: Write> FrameWriter<W> {
             inner,
             buf: Vec::with_capacity(16 * 1024),
             hidden,
+            flushes: 0,
         }
     }
 
@@ -50,9 +60,14 @@ impl<W: Write> FrameWriter<W> {
                 _ => self.buf.len(),
             }
         };
-        let out = rewrite(&self.buf[..keep_from], &mut self.hidden);
+        let mut hidden = self.hidden;
+        let out = rewrite(&self.buf[..keep_from], &mut hidden);
         self.buf.drain(..keep_from);
-        self.inner.write_all(&out)
+        // What the terminal got decides the cursor's state: after a failed
+        // write, the next hide goes out.
+        let wrote = self.inner.write_all(&out);
+        self.hidden = hidden && wrote.is_ok();
+        wrote
     }
 }
 
@@ -73,6 +88,10 @@ fn rewrite(frame: &[u8], hidden: &mut bool) -> Vec<u8> {
             out.extend_from_slice(SHOW);
             *hidden = false;
             i += SHOW.len();
+        } else if rest.starts_with(CLEAR) {
+            out.extend_from_slice(CLEAR);
+            *hidden = false;
+            i += CLEAR.len();
         } else if rest.starts_with(RESETS) {
             out.extend_from_slice(RESET);
             i += RESETS.len();
@@ -100,6 +119,11 @@ impl<W: Write> Write for FrameWriter<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        self.flushes += 1;
+        if self.flushes >= HEAL_EVERY {
+            self.flushes = 0;
+            self.hidden = false;
+        }
         self.spill(true)?;
         self.inner.flush()
     }
@@ -142,6 +166,46 @@ mod tests {
     fn showing_the_cursor_makes_the_next_hide_count() {
         let out = through(true, &[b"\x1b[?25h\x1b[5;5H", b"x\x1b[?25l\x1b[?25l"]);
         assert_eq!(out, b"\x1b[?25h\x1b[5;5Hx\x1b[?25l");
+    }
+
+    #[test]
+    fn a_clear_screen_and_every_64th_frame_hide_the_cursor_again() {
+        let out = through(true, &[b"\x1b[?25l\x1b[2J\x1b[?25lx\x1b[?25l"]);
+        assert_eq!(out, b"\x1b[2J\x1b[?25lx");
+        let mut out = Vec::new();
+        {
+            let mut w = FrameWriter::new(&mut out, true);
+            for _ in 0..2 * HEAL_EVERY {
+                w.write_all(b"\x1b[?25lx").unwrap();
+                w.flush().unwrap();
+            }
+        }
+        let hides = out.windows(HIDE.len()).filter(|w| *w == HIDE).count();
+        assert_eq!(hides, 2, "once every {HEAL_EVERY} frames");
+        assert_eq!(out.iter().filter(|&&b| b == b'x').count(), 128);
+    }
+
+    #[test]
+    fn after_a_failed_write_the_next_hide_goes_out() {
+        struct Fails(bool, Vec<u8>);
+        impl Write for Fails {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                if std::mem::take(&mut self.0) {
+                    return Err(io::Error::other("full"));
+                }
+                self.1.extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut w = FrameWriter::new(Fails(true, Vec::new()), false);
+        w.write_all(b"\x1b[?25l").unwrap();
+        assert!(w.flush().is_err());
+        w.write_all(b"\x1b[?25l").unwrap();
+        w.flush().unwrap();
+        assert_eq!(w.inner.1, HIDE);
     }
 
     #[test]

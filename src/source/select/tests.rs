@@ -157,6 +157,10 @@ fn a_list_is_written_back_as_it_would_be_typed() {
     assert_eq!(shown("0-2,4,5,7-9"), "0-2,4,5,7-9");
     assert_eq!(shown("3,2,1"), "3,2,1");
     assert_eq!(shown("0,1,GPU-abc,2,3,4"), "0,1,GPU-abc,2-4");
+    // Never a range the parser would refuse: at most 64 GPUs a range.
+    assert_eq!(shown("0-63,64-70"), "0-63,64-70");
+    let many = GpuList::parse("0-63,64-70").unwrap();
+    assert_eq!(GpuList::parse(&many.to_string()).unwrap(), many);
     // An error names the list as typed, not 64 indexes.
     let e = chosen(&list("0-9"), None).unwrap_err();
     assert!(e.starts_with("--gpu 0-9: `4` is none"), "{e}");

@@ -263,7 +263,8 @@ fn used_of_total_short(m: MemInfo) -> Vec<Span<'static>> {
     ))]
 }
 
-/// Beside a full card on a wide terminal: the GPU's biggest processes.
+/// Beside a full card on a wide terminal: the GPU's biggest processes (in
+/// the memory sort's order: a swinging process by its recent highest).
 pub struct TopProcesses<'a> {
     pub app: &'a App,
     pub index: usize,
