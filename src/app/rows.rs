@@ -170,18 +170,15 @@ pub fn rows_at<'a>(
     let totals: Vec<Option<u64>> = (0..history.gpu_count())
         .map(|i| history.gpu_at(i, slot).and_then(|g| g.mem.map(|m| m.total)))
         .collect();
-    // The oldest slot within the sort's hold.
-    let held_from = history.time_at(slot).map_or(slot, |now| {
-        let mut from = slot;
-        while from > history.first_slot()
-            && history
-                .time_at(from - 1)
-                .is_some_and(|t| t + SORT_HOLD_MS > now)
-        {
-            from -= 1;
-        }
-        from
-    });
+    // The oldest slot within the sort's hold (none to look back on when
+    // the sort is not by memory).
+    let by_memory = matches!(sort.column, Column::Memory | Column::MemoryPct);
+    let held_from = match history.time_at(slot) {
+        Some(now) if by_memory => history
+            .slot_at_time(now.saturating_sub(SORT_HOLD_MS))
+            .map_or(history.first_slot(), |s| s + 1),
+        _ => slot,
+    };
     let mut rows: Vec<Row<'a>> = history
         .processes_at(slot)
         .into_iter()

@@ -494,19 +494,14 @@ fn the_selected_source_numbers_its_gpus_from_zero() {
     assert_eq!(snap.gpus.len(), 2);
     assert_eq!(snap.gpus[0].mem.unwrap().total, all.gpus[2].memory_total);
     // The processes of GPU 2 are shown on GPU 0, with their host facts.
-    let on2: Vec<u32> = whole
-        .procs
-        .iter()
-        .filter(|p| p.gpu == 2)
-        .map(|p| p.pid)
-        .collect();
-    let on0: Vec<u32> = snap
-        .procs
-        .iter()
-        .filter(|p| p.gpu == 0)
-        .map(|p| p.pid)
-        .collect();
-    assert_eq!(on0, on2);
+    let on = |snap: &Snapshot, gpu: u32| -> Vec<u32> {
+        snap.procs
+            .iter()
+            .filter(|p| p.gpu == gpu)
+            .map(|p| p.pid)
+            .collect()
+    };
+    assert_eq!(on(&snap, 0), on(&whole, 2));
     assert!(snap.procs.iter().all(|p| p.user.is_some()));
     let mut probe = s.probe(5);
     assert!(probe.fast(t).is_err());
