@@ -235,6 +235,20 @@ fn the_corpus_held_out_from_the_fold_fix_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 4, "{s:?}");
 }
 
+/// Held out from everything: plans/ninth.plan (seed 12; shapes and
+/// settings no scored run had used) written on 2026-12-04 with no analysis
+/// change since `eighth/` was scored, recorded on one H200 and scored once:
+/// 4 of 8 held (4 of 5 where the growth had run 15 s or more), shown by
+/// T−30 s on 1 of 4 (three OOMs came 30–34 s after their growth began),
+/// the KV cache (τ 50 s) the one false alarm (leak flag and forecast);
+/// leak flags 18–39 s after the growth began, `eval_spike/cached` never
+/// flagged.
+#[test]
+fn the_corpus_held_out_from_every_change_scores_at_least_as_it_did() {
+    let s = held_out("ninth", (8, 4, 8), 4, 39.5);
+    assert!(s.shown_by_30 >= 1, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
