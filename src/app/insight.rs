@@ -130,6 +130,14 @@ impl Insight {
         }
     }
 
+    /// The newest analysed snapshot live, to freeze when the screen pauses.
+    fn live(&self) -> Option<&Arc<Analyzed>> {
+        match self {
+            Insight::Live(a) => a.as_ref(),
+            Insight::Replay { .. } => None,
+        }
+    }
+
     /// Forgets where a replay's analysis was (History was reloaded).
     pub(crate) fn invalidate(&mut self) {
         if let Insight::Replay { analyzed_to, .. } = self {
@@ -173,5 +181,47 @@ impl Insight {
         }
         *assessment = analyzer.assessment(t);
         *analyzed_to = Some(t);
+    }
+}
+
+/// The analysis of a paused live screen, so that nothing from after the
+/// moment shown appears (as in a replay): at the moment it paused on, the
+/// pipeline's own analysis of that snapshot; at any other slot, an analyzer
+/// over History brought to it as a replay's is (the minute before it).
+pub(crate) struct Paused {
+    /// The pipeline's analysis when the screen paused.
+    at_pause: Option<Arc<Analyzed>>,
+    /// Brought to the slot shown when that is another moment.
+    elsewhere: Insight,
+    /// The slot shown is the moment paused on.
+    on_pause_moment: bool,
+}
+
+impl Paused {
+    pub(crate) fn new(live: &Insight, cfg: &AnalysisConfig) -> Paused {
+        Paused {
+            at_pause: live.live().cloned(),
+            elsewhere: Insight::replay(cfg),
+            on_pause_moment: false,
+        }
+    }
+
+    /// Brings the analysis to `slot` of `history`.
+    pub(crate) fn sync(&mut self, history: &History, slot: u64) {
+        let t = history.time_at(slot);
+        self.on_pause_moment = self
+            .at_pause
+            .as_ref()
+            .is_some_and(|a| Some(a.snapshot.t_ms) == t);
+        if !self.on_pause_moment {
+            self.elsewhere.sync(history, slot);
+        }
+    }
+
+    pub(crate) fn current(&self) -> Option<(&Assessment, Millis)> {
+        match (&self.at_pause, self.on_pause_moment) {
+            (Some(a), true) => Some((&a.assessment, a.snapshot.t_ms)),
+            _ => self.elsewhere.current(),
+        }
     }
 }

@@ -277,6 +277,7 @@ impl App {
         if self.paused() && self.cursor == self.history.last_slot() {
             // Stepping past the newest sample returns to live.
             self.cursor = None;
+            self.fix_selection();
         } else {
             self.step(1);
             self.stop_playing();

@@ -34,8 +34,8 @@ use crate::theme::Theme;
 
 pub use action::Action;
 pub use event::{Event, Outcome, RecordingStatus};
-use insight::Insight;
 pub use insight::{Eta, GpuInsight, ProcInsight};
+use insight::{Insight, Paused};
 pub use playback::{Mode, Playback, Replay, Timeline};
 use rows::Row;
 pub use settings::{Clock, Settings};
@@ -82,6 +82,8 @@ pub struct App {
     /// The recording being replayed and what of it is loaded.
     replay: Option<Replay>,
     insight: Insight,
+    /// The analysis shown while live is paused (`None` when not paused).
+    paused_analysis: Option<Paused>,
     events: VecDeque<ModelEvent>,
     /// The events pane's selection and scroll.
     events_view: EventsState,
@@ -123,6 +125,7 @@ impl App {
             cursor: None,
             replay: None,
             insight,
+            paused_analysis: None,
             events: VecDeque::new(),
             events_view: EventsState::default(),
             message: None,
@@ -257,10 +260,19 @@ impl App {
             .count()
     }
 
+    /// The analysis as of the moment on screen: the newest analysed
+    /// snapshot live, the slot shown when paused or replaying.
+    fn analysis_shown(&self) -> Option<(&crate::analysis::Assessment, Millis)> {
+        match (&self.paused_analysis, self.paused()) {
+            (Some(p), true) => p.current(),
+            _ => self.insight.current(),
+        }
+    }
+
     /// The analysis of GPU `index`, as of the newest analysed snapshot
-    /// (live) or the position shown (replay).
+    /// (live) or the position shown (paused, replay).
     pub fn gpu_insight(&self, index: usize) -> Option<GpuInsight> {
-        let (a, now) = self.insight.current()?;
+        let (a, now) = self.analysis_shown()?;
         let g = a.gpu(index as u32)?;
         Some(GpuInsight {
             rate_bps: g.rate.map_or(0.0, |r| r.bps),
@@ -273,7 +285,7 @@ impl App {
 
     /// The analysis of a process on one GPU.
     pub fn proc_insight(&self, id: &ProcId) -> Option<ProcInsight> {
-        let (a, now) = self.insight.current()?;
+        let (a, now) = self.analysis_shown()?;
         let p = a.process(id)?;
         Some(ProcInsight {
             rate_bps: p.rate.map_or(0.0, |r| r.bps),

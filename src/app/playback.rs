@@ -5,7 +5,7 @@
 //! window before the target, so a day-long recording opens and jumps
 //! without being loaded whole.
 
-use super::insight::Insight;
+use super::insight::{Insight, Paused};
 use super::{App, Settings};
 use crate::analysis::AnalysisConfig;
 use crate::model::{Event, Millis, Snapshot};
@@ -189,6 +189,23 @@ impl App {
             self.stop_playing();
         }
         self.fix_selection();
+    }
+
+    /// Keeps the analysis of a paused live screen at the slot shown: made
+    /// when live pauses (freezing the pipeline's analysis of that moment),
+    /// dropped when it resumes.
+    pub(super) fn sync_paused(&mut self) {
+        if !self.paused() {
+            self.paused_analysis = None;
+            return;
+        }
+        let Some(slot) = self.slot() else {
+            return;
+        };
+        let (config, insight) = (&self.settings.config, &self.insight);
+        self.paused_analysis
+            .get_or_insert_with(|| Paused::new(insight, &AnalysisConfig::from_config(config)))
+            .sync(&self.history, slot);
     }
 
     pub(super) fn stop_playing(&mut self) {

@@ -24,6 +24,9 @@ impl App {
     /// then the same process while it is listed, else the row at the same
     /// place.
     pub(super) fn fix_selection(&mut self) {
+        // The memory sort holds by what the analysis says at the slot on
+        // screen: bring a paused screen's analysis there first.
+        self.sync_paused();
         let ids: Vec<ProcId> = self.rows().iter().map(Row::id).collect();
         if ids.is_empty() {
             self.table.selected = None;

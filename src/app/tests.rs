@@ -204,6 +204,50 @@ fn pause_freezes_the_screen_while_samples_keep_coming() {
 }
 
 #[test]
+fn a_paused_screen_shows_the_analysis_of_its_moment_not_the_newest() {
+    let (system, snaps) = fixture::analysed("demo", 1, 90, "me", &Config::default());
+    let gpus = 0..system.gpus.len();
+    let mut app = demo(60);
+    let at_pause: Vec<_> = gpus.clone().map(|i| app.gpu_insight(i)).collect();
+    ch(&mut app, ' ');
+    for s in &snaps[60..90] {
+        app.update(Event::Snapshot(s.clone()));
+    }
+    let paused: Vec<_> = gpus.clone().map(|i| app.gpu_insight(i)).collect();
+    assert_eq!(paused, at_pause, "the paused moment's analysis stays");
+    // Not vacuous: the newest analysis says something else by now.
+    ch(&mut app, ' ');
+    assert!(!app.paused());
+    let newest: Vec<_> = gpus.clone().map(|i| app.gpu_insight(i)).collect();
+    assert_ne!(newest, at_pause);
+
+    // Stepped to another moment, it is what a replay shows there.
+    let mut app = demo(60);
+    ch(&mut app, ' ');
+    for s in &snaps[60..90] {
+        app.update(Event::Snapshot(s.clone()));
+    }
+    key(&mut app, KeyCode::Left);
+    let mut replay = App::replaying_from(
+        fixture::settings(Config::default(), system.clone()),
+        Box::new(VecTimeline(
+            snaps.iter().map(|a| a.snapshot.as_ref().clone()).collect(),
+        )),
+    );
+    for _ in 0..58 {
+        key(&mut replay, KeyCode::Right);
+    }
+    assert_eq!(replay.shown_ms(), app.shown_ms());
+    for i in gpus.clone() {
+        assert_eq!(app.gpu_insight(i), replay.gpu_insight(i), "GPU {i}");
+    }
+    // Back on the moment paused on: its own analysis again.
+    key(&mut app, KeyCode::Right);
+    let back: Vec<_> = gpus.map(|i| app.gpu_insight(i)).collect();
+    assert_eq!(back, at_pause);
+}
+
+#[test]
 fn terminate_asks_first_and_names_the_process() {
     let mut app = demo(10);
     ch(&mut app, 'T');
