@@ -488,6 +488,13 @@ impl Analyzer {
                 }
                 None => (None, Default::default()),
             };
+            let at_risk = outlook.at_risk_pct.is_some();
+            // A forecast at risk stays over one sample that gives none: a
+            // saturated GPU's candidates come and go from one to the next.
+            let held =
+                tr.a.forecast
+                    .filter(|p| at_risk && p.holds_over(t, cfg.interval));
+            let forecast = forecast.or(held);
             tr.a.forecast = forecast;
             tr.a.at_risk_pct = outlook.at_risk_pct;
             // The regime's rate is the GPU's growth: the rate window would

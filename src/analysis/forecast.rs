@@ -79,6 +79,17 @@ impl Forecast {
         t_ms >= lo && hi.is_none_or(|h| t_ms <= h)
     }
 
+    /// Whether this forecast, made at most one and a half `interval`s
+    /// before `t_ms` and with its latest end still ahead, may stand in for
+    /// a sample that gives none (a saturated GPU's candidates come and go
+    /// from one sample to the next: seen on corpus `ninth/02`, shown, gone,
+    /// shown). Its times still count from when it was made.
+    pub fn holds_over(&self, t_ms: Millis, interval: std::time::Duration) -> bool {
+        let one_and_a_half = interval.as_millis() as u64 * 3 / 2;
+        let ended = self.range_ms().1.is_some_and(|h| h <= t_ms);
+        t_ms.saturating_sub(self.made_ms) <= one_and_a_half && !ended
+    }
+
     /// "~2m10s (1m50s–2m40s)"; "~2m10s (1m50s–?)" when open-ended.
     pub fn label(&self) -> String {
         let d = |s: f64| duration_short(s.max(0.0).round() as u64);
@@ -273,6 +284,31 @@ mod tests {
         assert_eq!(f.high_s, None);
         assert!(f.contains(u64::MAX));
         assert_eq!(f.label(), "~1m00s (30s–?)");
+    }
+
+    #[test]
+    fn a_forecast_holds_over_one_sample_until_its_latest_end() {
+        let second = std::time::Duration::from_secs(1);
+        let f = forecast(1_000_000, Room::flat(3 << 30), Rate::exact(GIB), GIB, 1.0).unwrap();
+        assert_eq!(f.range_ms(), (1_002_000, Some(1_004_000)));
+        assert!(f.holds_over(1_001_000, second));
+        assert!(f.holds_over(1_001_500, second), "a late sample");
+        assert!(!f.holds_over(1_001_501, second), "two samples: not held");
+        assert!(
+            f.holds_over(1_002_000, 2 * second),
+            "counted in the interval given"
+        );
+        let soon = Forecast {
+            high_s: Some(0.8),
+            ..f
+        };
+        assert!(
+            !soon.holds_over(1_001_000, second),
+            "its latest end has passed"
+        );
+        let open = Forecast { high_s: None, ..f };
+        assert!(open.holds_over(1_001_000, second));
+        assert!(!open.holds_over(1_002_000, second));
     }
 
     #[test]
