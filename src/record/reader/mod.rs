@@ -19,7 +19,9 @@
 //!   Without an index the whole file is read when opening. Snapshots are
 //!   decoded on demand, a block at a time, the last two kept.
 
+mod block_text;
 mod check;
+mod decode;
 mod frames;
 mod index;
 mod scan;
@@ -40,7 +42,7 @@ pub use stream::Reader;
 pub(crate) use text::display;
 pub use text::{MAX_LINE, ReadStats};
 
-use scan::{Cache, Decoded};
+use decode::{Cache, Decoded};
 
 /// An event and the position of the snapshot it came with.
 #[derive(Clone, Debug, PartialEq)]

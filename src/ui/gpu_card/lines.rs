@@ -6,16 +6,19 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
-use super::{
-    Room, mem_pct, outlook, power, series, short_name, sparkline, temp, trend_words, unaccounted,
-    util_pct, with_bar,
-};
+use super::bar::with_bar;
+use super::figures::{Room, mem_pct, outlook, power, temp, trend_words, unaccounted, util_pct};
+use super::spark::{series, sparkline};
 use crate::analysis::Phase;
 use crate::app::{App, Pane};
 use crate::history::Agg;
 use crate::model::units::{MIB, bytes_short, rate_short};
 use crate::model::{GpuSample, GpuState, MemInfo};
 use crate::ui::{fit, width_of};
+
+fn short_name(name: &str) -> &str {
+    name.strip_prefix("NVIDIA ").unwrap_or(name)
+}
 
 /// The start of a GPU line: a selection mark, number and short name.
 fn gpu_label(app: &App, i: usize, selected: bool) -> Span<'static> {
