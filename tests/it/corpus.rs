@@ -251,6 +251,20 @@ fn the_corpus_held_out_from_every_change_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 1, "{s:?}");
 }
 
+/// Held out from the at-risk hold (a forecast shown at risk stays over one
+/// sample that gives none): plans/tenth.plan (seed 13), written and
+/// committed on 2026-12-04 after the hold was final, recorded on one H200
+/// on 2026-12-05 and scored once: 6 of 8 held (5 of 6 where the growth had
+/// run 15 s or more), shown by T−30 s on 4 of 4, no false alarm (the KV
+/// cache at τ 15 s, `healthy_train` ×1.5 and `weights_load` ×1.2 stayed
+/// silent); leak flags 19–20 s after the growth began, `eval_spike/cached`
+/// and `fragment/default` ×1.2 (5 s from growth to OOM) never flagged.
+#[test]
+fn the_corpus_held_out_from_the_at_risk_hold_scores_at_least_as_it_did() {
+    let s = scored_set("tenth", (8, 5, 8), 6, 20.5, 0, &[]);
+    assert!(s.shown_by_30 >= 4, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
