@@ -7,11 +7,12 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::alerts::{self, Alert, GpuAlerts};
+use super::demand::{ProcDemand, demand_forecast, latest_from_demand, steady_latest};
 use super::envelope::{Envelope, Rises};
 use super::forecast::{self, Room};
 use super::leak::{LeakChange, LeakDetector};
 use super::series::Series;
-use super::{AnalysisConfig, Assessment, Forecast, GpuAssessment, Phase, ProcAssessment, Rate};
+use super::{AnalysisConfig, Assessment, GpuAssessment, Phase, ProcAssessment, Rate};
 use crate::model::{GpuSample, GpuState, MemInfo, Millis, ProcId, ProcSample, Snapshot};
 
 #[derive(Debug)]
@@ -21,7 +22,7 @@ struct GpuTrack {
     alerts: GpuAlerts,
     a: GpuAssessment,
     /// This snapshot's demand less the driver's reading, from the
-    /// allocator figures of its processes (`demand_delta`), if any.
+    /// allocator figures of its processes (`demand`), if any.
     demand: Option<f64>,
     /// The forecaster over that demand: its candidate every snapshot, a
     /// forecast shown only at risk (where the driver's view is saturated).
@@ -90,9 +91,8 @@ struct ProcTrack {
     last_mem: Option<u64>,
     steady: forecast::Steady,
     seen: u64,
-    /// The least memory it held outside its allocator's cache (its CUDA
-    /// context and other libraries), from its allocator figures.
-    outside: Option<u64>,
+    /// What its allocator figures said (for its GPU's demand).
+    demand: ProcDemand,
     a: ProcAssessment,
 }
 
@@ -107,7 +107,7 @@ impl ProcTrack {
             last_mem: None,
             steady: forecast::Steady::default(),
             seen: generation,
-            outside: None,
+            demand: ProcDemand::default(),
             a: ProcAssessment {
                 id: sp.id(),
                 first_seen_ms: t,
@@ -131,106 +131,6 @@ impl ProcTrack {
             (Phase::Growing, Some(e)) => Some(e.rate),
             _ => self.leak.flag().map(|f| f.rate),
         }
-    }
-}
-
-/// What a process's allocator figures add to its GPU's demand beyond the
-/// driver's reading of it (negative: its cache holds more than its tensors
-/// ever needed at once), updating `outside`, the least it has held outside
-/// its allocator. The caching allocator keeps what it reserved, so the
-/// driver sees a staircase of segments that stops at the top long before
-/// the job runs out; the tensors' peak (`allocated_peak`) plus what the
-/// process holds outside the allocator is what it needs. The first process
-/// to run out is the one with the least slack, so a GPU's demand is its
-/// reading plus the largest of these. `None` without fresh figures.
-fn demand_delta(sp: &ProcSample, mem: u64, t: Millis, outside: &mut Option<u64>) -> Option<f64> {
-    let stats = sp.torch.as_deref()?;
-    if !stats.cuda_initialized || stats.is_stale(t) {
-        return None;
-    }
-    // The process's entry for this GPU (the sampler keeps only that one).
-    let d = stats.devices.first()?;
-    // The file and the driver are read at different moments: a file that
-    // still shows more reserved than the driver now sees (the cache was
-    // just released) says nothing about what lies outside it.
-    if d.reserved <= mem {
-        let out = mem - d.reserved;
-        *outside = Some(outside.map_or(out, |o| o.min(out)));
-    }
-    let held = mem.saturating_sub((*outside)?);
-    Some(d.allocated_peak as f64 - held as f64)
-}
-
-/// What the GPU's demand (its reading `m` plus `delta`, see
-/// [`demand_delta`]), fed to its own regime every snapshot, says: the
-/// forecast to show when `want` (the GPU is at risk: where the driver's
-/// view is saturated — the caching allocators hold nearly everything, and
-/// the driver's figure stops at the top while the tensors still grow — the
-/// allocators' figures tell the trend; its earliest end is "now": at risk,
-/// the next larger allocation may fail at once), and the latest end of
-/// this sample's candidate, wanted or not (see [`latest_from_demand`]).
-fn demand_forecast(
-    env: &mut Envelope,
-    t: Millis,
-    m: MemInfo,
-    delta: f64,
-    gap: f64,
-    cfg: &AnalysisConfig,
-    want: bool,
-) -> (Option<Forecast>, Option<f64>) {
-    let usable = m.total.saturating_sub(m.reserved);
-    let used = (m.used as f64 + delta).clamp(0.0, usable as f64) as u64;
-    let basis = MemInfo {
-        used,
-        free: usable - used,
-        ..m
-    };
-    let o = env.observe(t, basis, None, gap, &cfg.envelope, want);
-    let shown = o.forecast.filter(|_| want);
-    (
-        shown.map(|f| Forecast { low_s: 0.0, ..f }),
-        o.candidate.and_then(|c| c.high_s),
-    )
-}
-
-/// The demand's latest end (seconds from `t`) once its candidates have
-/// come without a break for `hold`, as [`Envelope`] holds a forecast: the
-/// earliest of the latest moments (unix ms) they gave since, kept in
-/// `seen`. A single candidate's latest end jumps with its rate's slow end
-/// (seen: 89 → 206 → 83 s on three samples of `fresh/06`), and that would
-/// show as a range that flickers.
-fn steady_latest(
-    seen: &mut VecDeque<(Millis, Millis)>,
-    t: Millis,
-    latest: Option<f64>,
-    hold: std::time::Duration,
-) -> Option<f64> {
-    let Some(l) = latest else {
-        seen.clear();
-        return None;
-    };
-    let hold = hold.as_millis() as u64;
-    seen.push_back((t, t.saturating_add((l * 1000.0) as u64)));
-    while seen.len() > 1 && t.saturating_sub(seen[1].0) >= hold {
-        seen.pop_front();
-    }
-    if t.saturating_sub(seen.front()?.0) < hold {
-        return None;
-    }
-    let earliest = seen.iter().map(|(_, at)| *at).min()?;
-    Some(earliest.saturating_sub(t) as f64 / 1000.0)
-}
-
-/// The driver's forecast `f` with its latest end moved out to the
-/// demand's (`latest`, seconds), where that is later. The driver's figure
-/// reaching the top is the earliest the job can run out: the caching
-/// allocator then frees its cache and retries, and the job runs out when
-/// its tensors no longer fit — in `grad_accum` (corpus `fresh/04`) 12 s
-/// after the driver's figure first touched the top.
-fn latest_from_demand(f: Forecast, latest: Option<f64>) -> Forecast {
-    Forecast {
-        high_s: f.high_s.map(|h| latest.map_or(h, |l| h.max(l))),
-        ..f
     }
 }
 
@@ -272,10 +172,26 @@ impl Analyzer {
 
     /// The GPU forecaster's last candidate and why it gave none (traces).
     #[cfg(test)]
-    pub(crate) fn envelope_state(&self, index: u32) -> Option<(Option<Forecast>, &'static str)> {
+    pub(crate) fn envelope_state(
+        &self,
+        index: u32,
+    ) -> Option<(Option<super::Forecast>, &'static str)> {
         self.gpus
             .get(&index)
             .map(|t| (t.envelope.last, t.envelope.why))
+    }
+
+    /// The allocators' demand of GPU `index` (bytes over the driver's
+    /// reading) and its forecaster's last candidate and refusal, as
+    /// [`Analyzer::envelope_state`] (a diagnostic for traces).
+    #[cfg(test)]
+    pub(crate) fn demand_state(
+        &self,
+        index: u32,
+    ) -> Option<(Option<f64>, Option<super::Forecast>, &'static str)> {
+        self.gpus
+            .get(&index)
+            .map(|t| (t.demand, t.demand_envelope.last, t.demand_envelope.why))
     }
 
     /// Every GPU seen, by index.
@@ -380,7 +296,7 @@ impl Analyzer {
                 tr.last_mem = Some(m);
                 tr.rises.observe(t, m as f64, total as f64 / 1000.0);
                 if cfg.allocator_demand
-                    && let Some(d) = demand_delta(sp, m, t, &mut tr.outside)
+                    && let Some(d) = tr.demand.observe(sp, m, t)
                     && let Some(g) = self.gpus.get_mut(&sp.gpu)
                 {
                     g.demand = Some(g.demand.map_or(d, |x| x.max(d)));

@@ -57,7 +57,7 @@
 //! larger allocation may fail (the driver-level figure is saturated, so no
 //! trend can be seen in it). There, where the processes publish their
 //! allocator figures, the analyzer forecasts the same way from their
-//! demand instead (`analyzer::demand_delta`).
+//! demand instead (`analysis::demand`).
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -9,6 +9,7 @@
 
 pub mod alerts;
 pub mod allocator;
+pub(crate) mod demand;
 pub(crate) mod envelope;
 pub(crate) mod forecast;
 pub(crate) mod hook;

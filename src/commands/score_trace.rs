@@ -61,8 +61,18 @@ fn trace() {
         let leak = a
             .processes()
             .any(|p| p.id.gpu == gpu && p.alive && p.leak.is_some());
+        let demand = match a.demand_state(gpu) {
+            Some((Some(d), c, why)) if std::env::var_os("VW_DEMAND").is_some() => {
+                format!(
+                    " | demand {:7.2} {why:>12} {}",
+                    gib((m.used as f64 + d).max(0.0) as u64),
+                    fc(c)
+                )
+            }
+            _ => String::new(),
+        };
         println!(
-            "{rel:7.1} {left} used {:7.2} peak {:7.2} {}{} {} {}",
+            "{rel:7.1} {left} used {:7.2} peak {:7.2} {}{} {} {}{demand}",
             gib(m.used),
             gib(g.mem_peak.unwrap_or(0)),
             ga.levels_at
