@@ -492,7 +492,7 @@ mod exit;
 mod pages;
 mod takes;
 
-pub use exit::{Failure, Usage, exit_code};
+pub use exit::{Failure, Usage, exit_code, message};
 pub use pages::{write_completions, write_man, write_man_pages};
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
-use vramwatch::cli::{Cli, Command, UiArgs, exit_code};
+use vramwatch::cli::{Cli, Command, UiArgs, exit_code, message};
 use vramwatch::commands::{self, dashboard};
 use vramwatch::source::host;
 
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
             let code = exit_code(&e);
             // A closed pipe (`vramwatch snapshot | head`) is not an error.
             if code != 0 {
-                eprintln!("vramwatch: error: {e:#}");
+                eprintln!("vramwatch: error: {}", message(&e));
             }
             ExitCode::from(code)
         }

@@ -67,3 +67,52 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     }
     2
 }
+
+/// The error as one line for the terminal: each cause after the one
+/// before, as `{e:#}` writes them, less a cause whose text the message
+/// before it already ends with (an error whose own message quotes its
+/// source, `"{path}: cannot read: {source}"`, would otherwise say it
+/// twice).
+pub fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for c in e.chain() {
+        let text = c.to_string();
+        if out.is_empty() {
+            out = text;
+        } else if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::message;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{path}: cannot read: {source}")]
+    struct Quoting {
+        path: String,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn a_cause_the_message_already_quotes_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let e = anyhow::Error::new(Quoting {
+            path: "x.truth.json".into(),
+            source: io,
+        })
+        .context("scoring x.jsonl.zst");
+        assert_eq!(
+            message(&e),
+            "scoring x.jsonl.zst: x.truth.json: cannot read: No such file"
+        );
+        // Causes the message does not quote are all kept, as `{:#}` does.
+        let e = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(message(&e), format!("{e:#}"));
+        assert_eq!(message(&e), "outer: middle: inner");
+    }
+}
