@@ -4,7 +4,12 @@
 //! one robust-slope estimate of a full 64-point window.
 //!
 //!     cargo bench --bench analysis
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

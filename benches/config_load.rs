@@ -1,6 +1,11 @@
 //! What reading the config costs at startup: the documented default (every
 //! key, 27 key bindings) and a file with many problems (the error path).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;

@@ -15,7 +15,12 @@
 //! criterion runs.
 //!
 //! Run: `cargo bench --bench record`.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

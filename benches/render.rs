@@ -2,7 +2,12 @@
 //! 120×40 on the default demo, and the steady-state bytes written to the
 //! terminal per second at 120×40 on the default demo (what SSH carries),
 //! printed before the timings.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use std::hint::black_box;
 

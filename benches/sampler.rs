@@ -2,7 +2,12 @@
 //! sampler does per interval (fast-lane reads between normal reads, the
 //! normal and slow reads, assembling, host facts, events), on one thread;
 //! and the assembling alone on precomputed readings.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use std::hint::black_box;
 

@@ -12,7 +12,12 @@
 //! Environment: VW_LOAD_CLIENTS (200), VW_LOAD_IDLE (50), VW_LOAD_SECS (10),
 //! VW_LOAD_BASELINE_SECS (5), VW_LOAD_PATH (/metrics), VW_HTTP_THREADS (1).
 //! Bounded: it stops by itself after baseline + load seconds.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -4,6 +4,17 @@
 //! [`sampler`] on a schedule of lanes; each round becomes a
 //! [`model::Snapshot`] published to every consumer.
 
+/// Writes a line to standard error as `eprintln!` does, but a closed or
+/// failing standard error (`vramwatch report x 2>&1 | head -1`) drops the
+/// line instead of panicking: the exit status stays the documented one.
+#[macro_export]
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod analysis;
 pub mod app;
 pub mod cli;

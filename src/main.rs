@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
+use std::io::Write as _;
+
 use vramwatch::cli::{Cli, Command, UiArgs, exit_code, message};
 use vramwatch::commands::{self, dashboard};
 use vramwatch::source::host;
@@ -26,7 +28,7 @@ fn main() -> ExitCode {
             let code = exit_code(&e);
             // A closed pipe (`vramwatch snapshot | head`) is not an error.
             if code != 0 {
-                eprintln!("vramwatch: error: {}", message(&e));
+                vramwatch::tell!("vramwatch: error: {}", message(&e));
             }
             ExitCode::from(code)
         }
@@ -106,8 +108,9 @@ fn run(cli: &Cli) -> Result<()> {
         }
         Command::Man(a) => match &a.dir {
             Some(dir) => {
+                let mut out = std::io::stdout().lock();
                 for page in vramwatch::cli::write_man_pages(dir)? {
-                    println!("{}", page.display());
+                    writeln!(out, "{}", page.display())?;
                 }
                 Ok(())
             }

@@ -67,7 +67,7 @@ pub fn install_panic_hook() {
             .name()
             .unwrap_or("unnamed")
             .to_owned();
-        eprintln!(
+        crate::tell!(
             "vramwatch: internal error in thread {thread}: {msg}{place}. The terminal was restored. Please report this."
         );
         std::process::exit(101);

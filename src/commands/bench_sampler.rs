@@ -14,6 +14,7 @@
 //! counts the same. The ratio is the sampler's overhead. Both phases count
 //! the process-utilisation reads. A run takes four times `--seconds`.
 
+use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -352,14 +353,15 @@ pub fn run_cli(
                 crate::source::nvml::spaced_costs(0, seconds, lanes)?
             }
         };
-        println!(
+        writeln!(
+            std::io::stdout(),
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "rss_kib_before_nvml": rss0,
                 "rss_kib_after_calls": rss_kib(),
                 "calls": costs,
             }))?
-        );
+        )?;
         return Ok(());
     }
     let (demo, seed, me) = (source.demo.clone(), source.seed, me.to_owned());
@@ -367,8 +369,12 @@ pub fn run_cli(
         Ok(crate::source::open(demo.as_deref(), seed, &me, 0)?)
     };
     let costs = run(&open, config()?.schedule(), seconds)?;
-    println!("{}", serde_json::to_string_pretty(&costs)?);
-    eprintln!("{}", summary(&costs));
+    writeln!(
+        std::io::stdout(),
+        "{}",
+        serde_json::to_string_pretty(&costs)?
+    )?;
+    crate::tell!("{}", summary(&costs));
     Ok(())
 }
 

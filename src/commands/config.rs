@@ -42,7 +42,7 @@ pub fn run(action: &ConfigAction, global: Option<&Path>) -> Result<()> {
             let path = target(global)?;
             writeln!(out, "{}", path.display())?;
             if !path.exists() {
-                eprintln!("(it does not exist yet; `vramwatch config init` writes it)");
+                crate::tell!("(it does not exist yet; `vramwatch config init` writes it)");
             }
         }
     }

@@ -295,10 +295,10 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         None => write_rows(&mut rec, args, std::io::stdout().lock())?,
     };
     for w in rec.warnings() {
-        eprintln!("vramwatch: warning: {w}");
+        crate::tell!("vramwatch: warning: {w}");
     }
     for w in rec.damage().lines_for_people() {
-        eprintln!("vramwatch: warning: {w}");
+        crate::tell!("vramwatch: warning: {w}");
     }
     if let Some(pid) = args.process
         && rows == 0
@@ -309,7 +309,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         );
     }
     if let Some(p) = &args.output {
-        eprintln!(
+        crate::tell!(
             "vramwatch: wrote {rows} rows to {}",
             crate::sanitize::clean(&p.display().to_string())
         );

@@ -103,7 +103,7 @@ async fn once(fetcher: &Fetcher, json: bool) -> Result<()> {
     } else {
         write!(out, "{}", table(&f.hosts))?;
         for w in &f.warnings {
-            eprintln!("vramwatch: warning: {w}");
+            crate::tell!("vramwatch: warning: {w}");
         }
     }
     out.flush()?;

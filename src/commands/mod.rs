@@ -45,7 +45,7 @@ pub(crate) fn open_chosen(
     let cuda = std::env::var_os("CUDA_VISIBLE_DEVICES").map(|v| v.to_string_lossy().into_owned());
     let chosen = select::resolve(&args.gpus, cuda.as_deref(), &src.system().gpus)?;
     if let Some(note) = &chosen.note {
-        eprintln!("vramwatch: note: {note}");
+        crate::tell!("vramwatch: note: {note}");
     }
     Ok(match chosen.positions {
         None => (src, None),

@@ -104,7 +104,7 @@ pub fn run(args: &ReplayArgs, src: &SourceArgs, ui: &UiArgs, me: String) -> Resu
     match rec.incomplete("replay") {
         Some(e) => {
             for w in rec.warnings() {
-                eprintln!("vramwatch: warning: {w}");
+                crate::tell!("vramwatch: warning: {w}");
             }
             Err(e.into())
         }

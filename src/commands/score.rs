@@ -6,6 +6,7 @@
 //! forecasts at T−120/−60/−30/−10 s before each OOM, the leak flag and any
 //! false alarm are printed as a markdown table (docs/analysis.md), or JSON.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -69,7 +70,7 @@ fn score_file_checked(
         .unwrap_or_default();
     let score = score_run(&name, &t, gpu, cfg, snaps);
     for w in rec.warnings() {
-        eprintln!("vramwatch: warning: {w}");
+        crate::tell!("vramwatch: warning: {w}");
     }
     Ok((score, rec.incomplete("score")))
 }
@@ -96,9 +97,9 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
             "runs": runs,
             "summary": Summary::of(&runs),
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&out)?)?;
     } else {
-        print!("{}", markdown(&runs));
+        write!(std::io::stdout(), "{}", markdown(&runs))?;
     }
     // The scores were printed over what could be read; the exit status
     // says that something could not.

@@ -30,7 +30,7 @@ pub fn run(source_args: &SourceArgs, args: &ServeArgs, me: &str) -> Result<()> {
     let (src, shown) = super::open_chosen(source_args, me, 60)?;
     let pipeline = Pipeline::start(src, config.schedule(), AnalysisConfig::from_config(&config))
         .context("starting the sampler")?;
-    let hook = super::start_hook(pipeline.hub(), &config, |e| eprintln!("vramwatch: {e}"));
+    let hook = super::start_hook(pipeline.hub(), &config, |e| crate::tell!("vramwatch: {e}"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -41,7 +41,7 @@ pub fn run(source_args: &SourceArgs, args: &ServeArgs, me: &str) -> Result<()> {
         let stop = Shutdown::listen()?;
         let server = export::Server::start(listener, pipeline.hub(), Default::default())?;
         let addr = server.local_addr();
-        eprintln!(
+        crate::tell!(
             "vramwatch: serving http://{addr}/metrics, /snapshot and /healthz (source {}{}); Ctrl-C stops",
             pipeline.system().source,
             shown.as_deref().map_or(String::new(), |s| format!("; {s}"))

@@ -311,7 +311,7 @@ pub(crate) fn run(opts: &CompareOptions) -> Result<()> {
 fn run_to(opts: &CompareOptions, stdout: &mut dyn std::io::Write) -> Result<()> {
     let (new, old) = progress::read_both(&opts.new, &opts.baseline)?;
     for w in new.warnings.iter().chain(&old.warnings) {
-        eprintln!("vramwatch: warning: {w}");
+        crate::tell!("vramwatch: warning: {w}");
     }
     let cmp = compare(&new.stats, &old.stats, opts).map_err(Usage)?;
     let out = if opts.json {
@@ -326,7 +326,7 @@ fn run_to(opts: &CompareOptions, stdout: &mut dyn std::io::Write) -> Result<()> 
     if let Some(path) = &opts.svg {
         let drawn = svg::svg(&new.stats, &old.stats, &cmp, opts.align);
         write_file(path, drawn.as_bytes())?;
-        eprintln!("vramwatch: drew the two runs in {}", shown(path));
+        crate::tell!("vramwatch: drew the two runs in {}", shown(path));
     }
     if let Some(g) = cmp.gate.as_ref().filter(|g| !g.passed) {
         return Err(Failure(g.reason.clone()).into());

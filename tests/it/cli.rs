@@ -623,3 +623,38 @@ fn a_closed_pipe_is_not_an_error() {
         );
     }
 }
+
+/// Standard error closed before anything is written to it (`vramwatch
+/// report x 2>&1 | true`): the message is lost, the exit status is still
+/// the documented one (a panic on the write gave 101).
+#[test]
+fn a_closed_standard_error_keeps_the_exit_status() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nope.jsonl.zst");
+    let recording = tmp.path().join("one.jsonl.zst");
+    let code = |args: &[&std::ffi::OsStr]| {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        bin()
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(writer)
+            .status()
+            .expect("run")
+            .code()
+    };
+    // A usage error: 2.
+    assert_eq!(code(&["report".as_ref(), missing.as_os_str()]), Some(2));
+    // A notice on standard error, then success: 0.
+    assert_eq!(
+        code(&[
+            "record".as_ref(),
+            "--demo".as_ref(),
+            "--duration".as_ref(),
+            "1s".as_ref(),
+            "-o".as_ref(),
+            recording.as_os_str(),
+        ]),
+        Some(0)
+    );
+}

@@ -7,7 +7,12 @@
 //! Every sim scenario is run at 1 Hz for SECONDS (default 400) with the
 //! default configuration. Also prints how many leak flags and alerts each
 //! scenario raised.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use vramwatch::analysis::AnalysisConfig;
 use vramwatch::analysis::scorecard::{Scorecard, Scorer};

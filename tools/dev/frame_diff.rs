@@ -1,7 +1,12 @@
 //! Which cells change from one frame to the next on a sim scenario: a tool
 //! for keeping the dashboard's terminal output small.
 //! `cargo run --example frame_diff -- training 120 40`
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

@@ -2,7 +2,12 @@
 //! own pace, and the bytes a terminal receives: a tool for keeping the
 //! dashboard's output small on real data.
 //! `cargo run --release --example frame_diff_rec -- FILE [COLS ROWS FROM TO]`
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;

@@ -1,6 +1,11 @@
 //! CPU cost of one host-facts refresh for a few PIDs (a tool: the H200 run
 //! showed our own overhead is not in NVML).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 use std::time::Instant;
 
 use vramwatch::model::ProcSample;

@@ -1,5 +1,10 @@
 //! Times the parts of a crowded frame (a tool for keeping frames fast).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 use std::time::Instant;
 
 use ratatui::buffer::Buffer;

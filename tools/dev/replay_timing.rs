@@ -2,7 +2,12 @@
 //! and a jump to the end (loads a window). `cargo run --release --example
 //! replay_timing -- [SNAPSHOTS]` writes a crowded 8-GPU × 300-process
 //! recording of that many seconds to a temp dir first (default 7200).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 use std::time::Instant;
 
 use ratatui::buffer::Buffer;

@@ -1,7 +1,12 @@
 //! Scores the analysis against a recording: leak flags and the forecasts
 //! 60, 30 and 10 s before each suspected OOM, as markdown rows for
 //! docs/analysis.md.  `cargo run --example score_recording -- FILE [NAME]`
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 use vramwatch::analysis::AnalysisConfig;
 use vramwatch::analysis::scorecard::{Scorecard, score};
 use vramwatch::record::Recording;

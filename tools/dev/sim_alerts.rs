@@ -1,7 +1,12 @@
 //! Prints the alerts the analysis raises on a sim scenario (a tool for
 //! checking what a change to the estimators does to the demo screens).
 //! `cargo run --example sim_alerts -- crowded 60`
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();

@@ -2,7 +2,12 @@
 //! snapshot: used, peak, phase, rate, forecast, leak flags. A tool for
 //! tuning the estimators on real recordings.
 //! `cargo run --example trace_analysis -- FILE GPU [FROM_S]`
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a test or a tool: panicking is its way to fail
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)] // a test or a tool: panicking is its way to fail, printing its output
 
 use vramwatch::analysis::{AnalysisConfig, Analyzer};
 use vramwatch::model::units::{bytes_short, rate_short};

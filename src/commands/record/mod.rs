@@ -134,7 +134,7 @@ fn start(args: &RecordArgs, src_args: &SourceArgs) -> Result<Session> {
                 .unwrap_or_default()
         ),
     };
-    eprintln!(
+    crate::tell!(
         "vramwatch: recording {} GPU{} ({}) every {} to {} ({}){until}",
         system.gpus.len(),
         if system.gpus.len() == 1 { "" } else { "s" },
@@ -149,7 +149,7 @@ fn start(args: &RecordArgs, src_args: &SourceArgs) -> Result<Session> {
     );
     let pipeline = Pipeline::start(src, schedule, AnalysisConfig::from_config(&cfg))
         .context("starting the sampler")?;
-    let hook = super::start_hook(pipeline.hub(), &cfg, |e| eprintln!("vramwatch: {e}"));
+    let hook = super::start_hook(pipeline.hub(), &cfg, |e| crate::tell!("vramwatch: {e}"));
     let (report_tx, reports) = mpsc::unbounded_channel::<Report>();
     let recorder = Recorder::start(writer, pipeline.hub(), move |r| {
         let _ = report_tx.send(r);
@@ -196,7 +196,7 @@ fn finish(
         return Err(remove_unused(&shown, r));
     }
     // The summary is printed whatever went wrong: it holds the losses.
-    eprintln!(
+    crate::tell!(
         "vramwatch: {}",
         summary_line(&summary, &shown, started.elapsed(), Clock::Local)
     );
@@ -212,7 +212,7 @@ fn finish(
         (code, failed) => {
             // The command's status wins; the failure is still said.
             if let Some(why) = failed {
-                eprintln!("vramwatch: error: {why}");
+                crate::tell!("vramwatch: error: {why}");
             }
             Err(CommandStatus(code).into())
         }
@@ -227,7 +227,7 @@ fn remove_unused(path: &Path, r: &child::Refused) -> anyhow::Error {
         Ok(()) => format!("{} removed", path.display()),
         Err(e) => format!("{} left behind: cannot remove it: {e}", path.display()),
     };
-    eprintln!(
+    crate::tell!(
         "vramwatch: error: {}; nothing recorded ({removed})",
         r.message
     );
@@ -254,7 +254,7 @@ fn command_code(ran: Ran) -> Result<u8> {
             pid,
             shown,
         } => {
-            eprintln!(
+            crate::tell!(
                 "vramwatch: `{shown}` (pid {pid}) {} after {}",
                 child::describe(status),
                 took_text(took)
@@ -262,7 +262,7 @@ fn command_code(ran: Ran) -> Result<u8> {
             Ok(child::exit_code(status))
         }
         Ran::NotStarted(sig) => {
-            eprintln!(
+            crate::tell!(
                 "vramwatch: {} before the command was started: not started",
                 sig.as_str()
             );

@@ -31,10 +31,10 @@ pub fn run(args: &ReportArgs, src: &SourceArgs) -> Result<()> {
     let mut rec = Reader::open(&args.file)?;
     let sum = summary::collect(&mut rec, &cfg.thresholds)?;
     for w in rec.warnings() {
-        eprintln!("vramwatch: warning: {w}");
+        crate::tell!("vramwatch: warning: {w}");
     }
     for w in rec.damage().lines_for_people() {
-        eprintln!("vramwatch: warning: {w}");
+        crate::tell!("vramwatch: warning: {w}");
     }
     let mut out = std::io::stdout().lock();
     out.write_all(text::text(rec.name(), rec.header(), &sum, &cfg.thresholds).as_bytes())
@@ -49,7 +49,7 @@ pub fn run(args: &ReportArgs, src: &SourceArgs) -> Result<()> {
             crate::cli::Failure(msg)
         })?;
         file.commit()?;
-        eprintln!(
+        crate::tell!(
             "vramwatch: drew memory over time in {}",
             crate::sanitize::clean(&path.display().to_string())
         );
