@@ -111,12 +111,7 @@ impl GpuView<'_> {
         let labels: Vec<&str> = rows.iter().map(|r| r.series.facts.label()).collect();
         let cmds = crate::app::cmdline::abbreviate_among(&labels, &app.all_commands(), cmd_w);
         let body = area.height.saturating_sub(1) as usize;
-        let more = rows.len().saturating_sub(body);
-        let shown = if more > 0 {
-            body.saturating_sub(1)
-        } else {
-            body
-        };
+        let (shown, more) = crate::ui::rows_shown(rows.len(), body);
         for (n, (r, cmd)) in rows.iter().zip(cmds).take(shown).enumerate() {
             let y = area.y + 1 + n as u16;
             let style = if r.exited {

@@ -157,6 +157,18 @@ pub(crate) fn fit(mut groups: Vec<(u8, Vec<Span<'static>>)>, width: usize) -> Ve
     groups.into_iter().flat_map(|(_, s)| s).collect()
 }
 
+/// How many of `len` rows a list of `height` lines shows, and how many it
+/// leaves out: all of them when they fit, else all but the last line,
+/// which says "+N more" of the rest.
+pub(crate) fn rows_shown(len: usize, height: usize) -> (usize, usize) {
+    if len <= height {
+        (len, 0)
+    } else {
+        let shown = height.saturating_sub(1);
+        (shown, len - shown)
+    }
+}
+
 /// Groups of spans flowed into lines of `width`: a group is never broken
 /// across lines (a value stays with its label), one wider than a line
 /// gets a line of its own.
@@ -198,6 +210,15 @@ mod tests {
 
     fn text(spans: &[Span]) -> String {
         spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn a_list_that_does_not_fit_counts_what_it_leaves_out() {
+        assert_eq!(rows_shown(3, 5), (3, 0));
+        assert_eq!(rows_shown(5, 5), (5, 0));
+        // 38 rows in 4 lines: 3 listed and "+35 more" (3 + 35 = 38).
+        assert_eq!(rows_shown(38, 4), (3, 35));
+        assert_eq!(rows_shown(2, 0), (0, 2));
     }
 
     #[test]

@@ -295,9 +295,7 @@ impl Widget for &TopProcesses<'_> {
             Line::from(Span::styled(" no processes", t.dim)).render(inner, buf);
             return;
         }
-        let h = inner.height as usize;
-        let more = rows.len().saturating_sub(h);
-        let shown = if more > 0 { h.saturating_sub(1) } else { h };
+        let (shown, more) = crate::ui::rows_shown(rows.len(), inner.height as usize);
         // PID, user, memory, trend, then the command in what is left.
         let fixed = 7 + 1 + 9 + 1 + 6 + 1 + 12 + 1;
         let cmd_w = (inner.width as usize).saturating_sub(fixed);
