@@ -10,11 +10,11 @@ mod live;
 mod scenarios;
 #[cfg(test)]
 mod tests;
+mod torch;
 
 pub use live::SimSource;
 use scenarios::{crowded, demo, idle, inference, leak, training};
 
-use crate::model::alloc::{AllocStats, DeviceAlloc};
 use crate::model::units::{GIB, MIB};
 use crate::model::{DeviceInfo, MemInfo, Millis, ProcKind, ProcSample, SystemInfo};
 use crate::source::{
@@ -517,45 +517,10 @@ impl SimWorld {
             s.cpu_pct = Some(p.cpu_pct * (0.8 + 0.4 * n));
             s.rss = Some(p.rss);
             if p.torch {
-                s.torch = self.torch_stats(s, t_ms, t - inc.born);
+                let high = self.proc_high_water(p, s.pid, t - inc.born, t);
+                s.torch = self.torch_stats(s, high, t_ms, t - inc.born);
             }
         }
-    }
-
-    /// Allocator figures for a simulated PyTorch process: the context and
-    /// 12 MiB of other libraries outside the cache, tensors at 70–90 % of
-    /// the cache, a fragmenting cache, a retry every 40 s.
-    fn torch_stats(&self, s: &ProcSample, t_ms: Millis, age: f64) -> Option<Arc<AllocStats>> {
-        let mem = s.mem?;
-        let reserved = mem.saturating_sub(512 * MIB);
-        let phase = noise(self.seed, s.pid as u64 ^ 0x7a, (age * 2.0) as u64);
-        let allocated = (reserved as f64 * (0.70 + 0.2 * phase)) as u64 / (2 * MIB) * (2 * MIB);
-        let uuid = self.info.gpus.get(s.gpu as usize).map(|g| g.uuid.clone());
-        Some(Arc::new(AllocStats {
-            schema: 1,
-            pid: s.pid,
-            start_time: Some(s.start_time),
-            t_ms,
-            seq: (age * 2.0) as u64,
-            interval_ms: 500,
-            writer: Some("sim".into()),
-            torch_version: Some("sim".into()),
-            cuda_initialized: true,
-            devices: vec![DeviceAlloc {
-                index: 0,
-                uuid,
-                allocated,
-                reserved,
-                active: allocated,
-                inactive_split: reserved / 100 * 27,
-                allocated_peak: reserved / 100 * 93,
-                reserved_peak: reserved.max(mem.saturating_sub(512 * MIB)),
-                num_alloc_retries: (age / 40.0) as u64,
-                largest_free: Some((reserved - allocated) / 5),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }))
     }
 
     /// Every lane of GPU `g` at `t_ms`, as one probe would read them, for
