@@ -265,6 +265,27 @@ fn the_corpus_held_out_from_the_at_risk_hold_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 4, "{s:?}");
 }
 
+/// Held out from this session's changes (2026-12-05; none of them
+/// changed the analysis): plans/eleventh.plan (seed 14), written and
+/// committed before the session changed anything, recorded on one H200
+/// and scored once: 6 of 9 held (5 of 6 where the growth had run 15 s or
+/// more), 2 more at risk, shown by T−30 s on 2 of 4; false alarms on 2 of
+/// 3 (the KV cache at τ 30 s, leak flag and forecast; `healthy_train`
+/// ×0.8, a forecast for its slow warm-up, as ×0.9 on `seventh/`); leak
+/// flags 20–44 s after the growth began, three OOM runs never flagged.
+#[test]
+fn the_corpus_held_out_from_the_eleventh_session_scores_at_least_as_it_did() {
+    let s = scored_set(
+        "eleventh",
+        (8, 5, 9),
+        6,
+        44.5,
+        2,
+        &["kv_plateau", "healthy_train"],
+    );
+    assert!(s.shown_by_30 >= 2 && s.at_risk_only >= 2, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
