@@ -74,8 +74,9 @@ impl Widget for &Footer<'_> {
             Screen::Help => {}
         }
         match app.mode() {
-            Mode::Replay(_) => {
-                hints.push((first(Action::Pause), "play", 8));
+            Mode::Replay(p) => {
+                let play = if p.playing { "pause" } else { "play" };
+                hints.push((first(Action::Pause), play, 8));
                 hints.push((
                     format!("{}{}", first(Action::StepBack), first(Action::StepForward)),
                     "step",

@@ -200,6 +200,25 @@ fn confirm_dialog_filter_events_and_replay_screens() {
     insta::assert_snapshot!("replay_120x40", text(&render(&app)));
 }
 
+/// The replay footer names what Space does now: "play" while paused,
+/// "pause" while playing.
+#[test]
+fn the_replay_footer_says_what_space_does_now() {
+    let (system, snaps) = fixture::snapshots("demo", 1, 20, "me");
+    let timeline = vramwatch::app::playback::VecTimeline(snaps);
+    let mut app = App::replaying_from(
+        fixture::settings(Config::default(), system),
+        Box::new(timeline),
+    );
+    app.update(Event::Resize(120, 40));
+    let footer = |app: &App| text(&render(app)).lines().last().unwrap_or("").to_owned();
+    assert!(footer(&app).contains("Space play"), "{}", footer(&app));
+    key(&mut app, KeyCode::Char(' '));
+    assert!(footer(&app).contains("Space pause"), "{}", footer(&app));
+    key(&mut app, KeyCode::Char(' '));
+    assert!(footer(&app).contains("Space play"), "{}", footer(&app));
+}
+
 #[test]
 fn too_small_asks_to_enlarge() {
     let app = at("demo", 5, (40, 10));
