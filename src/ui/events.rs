@@ -96,8 +96,13 @@ impl Widget for &EventsPane<'_> {
 
 /// The event's message in `room` cells; a process's command at its end is
 /// abbreviated as the table does (`app::cmdline`), so events about
-/// processes with alike commands stay apart.
+/// processes with alike commands stay apart, and what is still too long
+/// ends in "…".
 fn message(app: &App, e: &crate::model::Event, all: &[&str], room: usize) -> String {
+    crate::app::cmdline::cut(&abbreviated(app, e, all, room), room)
+}
+
+fn abbreviated(app: &App, e: &crate::model::Event, all: &[&str], room: usize) -> String {
     if e.message.chars().count() <= room {
         return e.message.clone();
     }

@@ -219,6 +219,28 @@ fn the_replay_footer_says_what_space_does_now() {
     assert!(footer(&app).contains("Space play"), "{}", footer(&app));
 }
 
+/// An event longer than its row ends in "…", not at a cut mid-word.
+#[test]
+fn an_event_too_long_for_its_row_ends_in_an_ellipsis() {
+    let mut app = at("demo", 120, (80, 24));
+    key(&mut app, KeyCode::Char('e'));
+    let screen = text(&render(&app));
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("ALERT") || l.contains("NOTE"))
+        .collect();
+    assert!(!rows.is_empty(), "{screen}");
+    // An 80-column row holds 64 cells of message: the demo's alerts and
+    // notes are longer, and each says where it was cut.
+    for r in &rows {
+        let r = r.trim_end();
+        if r.chars().count() >= 79 {
+            assert!(r.ends_with('…'), "{r:?}\n{screen}");
+        }
+    }
+    assert!(rows.iter().any(|r| r.trim_end().ends_with('…')), "{screen}");
+}
+
 #[test]
 fn too_small_asks_to_enlarge() {
     let app = at("demo", 5, (40, 10));
