@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::analysis::{Alert, AnalysisConfig, Analyzer, Assessment};
-use crate::model::{Event, Snapshot, SystemInfo};
+use crate::model::{Event, Millis, Snapshot, SystemInfo};
 use crate::sampler::{OnScreen, Sampler, Schedule};
 use crate::source::Source;
 
@@ -77,9 +77,13 @@ impl Analyzed {
 /// The analysis stage's step: observe one snapshot, package the result.
 /// The pipeline, tests and benchmarks share it.
 pub fn analyse(analyzer: &mut Analyzer, snapshot: Arc<Snapshot>) -> Analyzed {
-    let before: Vec<(u32, bool, bool)> = analyzer
+    let before: Vec<Before> = analyzer
         .gpus()
-        .map(|g| (g.index, g.forecast.is_some(), g.at_risk_pct.is_some()))
+        .map(|g| Before {
+            index: g.index,
+            forecast_last_ms: analyzer.forecast_last_shown(g.index),
+            at_risk: g.at_risk_pct.is_some(),
+        })
         .collect();
     let alerts = analyzer.observe(&snapshot);
     let assessment = analyzer.assessment(snapshot.t_ms);
@@ -92,15 +96,36 @@ pub fn analyse(analyzer: &mut Analyzer, snapshot: Arc<Snapshot>) -> Analyzed {
     }
 }
 
-/// "Forecast first shown" and "at risk" notes, for GPUs where they began.
-fn notes(before: &[(u32, bool, bool)], now: &Assessment, t_ms: u64) -> Vec<Event> {
+/// What a GPU's notes depend on from before a snapshot.
+struct Before {
+    index: u32,
+    forecast_last_ms: Option<Millis>,
+    at_risk: bool,
+}
+
+/// A forecast shown again within this long of the last one is the same
+/// episode: no new "first shown" note (a forecast at the top of a
+/// sawtooth or a saturated GPU comes and goes from one sample to the
+/// next).
+const FORECAST_EPISODE_GAP_MS: Millis = 60_000;
+
+/// "Forecast first shown" and "at risk" notes, for GPUs where they began:
+/// a forecast after none for `FORECAST_EPISODE_GAP_MS`, the at-risk state
+/// after none (it lasts its window after the last peak).
+fn notes(before: &[Before], now: &Assessment, t_ms: u64) -> Vec<Event> {
     use crate::model::EventKind;
     let mut out = Vec::new();
     for g in now.gpus() {
-        let (had_forecast, had_risk) = before
-            .iter()
-            .find(|b| b.0 == g.index)
-            .map_or((false, false), |b| (b.1, b.2));
+        let (had_forecast, had_risk) =
+            before
+                .iter()
+                .find(|b| b.index == g.index)
+                .map_or((false, false), |b| {
+                    let recent = b
+                        .forecast_last_ms
+                        .is_some_and(|l| t_ms.saturating_sub(l) <= FORECAST_EPISODE_GAP_MS);
+                    (recent, b.at_risk)
+                });
         let note = |message: String| Event {
             t_ms,
             kind: EventKind::Note,

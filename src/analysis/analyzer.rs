@@ -31,6 +31,8 @@ struct GpuTrack {
     /// each was made and its latest moment (unix ms), for
     /// [`steady_latest`].
     demand_latest: VecDeque<(Millis, Millis)>,
+    /// When a forecast was last shown for it.
+    forecast_last_ms: Option<Millis>,
 }
 
 impl GpuTrack {
@@ -42,6 +44,7 @@ impl GpuTrack {
             demand: None,
             demand_envelope: Envelope::default(),
             demand_latest: VecDeque::new(),
+            forecast_last_ms: None,
             a: GpuAssessment {
                 index: g.index,
                 t_ms: t,
@@ -192,6 +195,12 @@ impl Analyzer {
         self.gpus
             .get(&index)
             .map(|t| (t.demand, t.demand_envelope.last, t.demand_envelope.why))
+    }
+
+    /// When a forecast was last shown for GPU `index` (a forecast that
+    /// comes back soon after is the same episode: `pipeline::notes`).
+    pub fn forecast_last_shown(&self, index: u32) -> Option<Millis> {
+        self.gpus.get(&index).and_then(|t| t.forecast_last_ms)
     }
 
     /// Every GPU seen, by index.
@@ -412,6 +421,9 @@ impl Analyzer {
                     .filter(|p| at_risk && p.holds_over(t, cfg.interval));
             let forecast = forecast.or(held);
             tr.a.forecast = forecast;
+            if forecast.is_some() {
+                tr.forecast_last_ms = Some(t);
+            }
             tr.a.at_risk_pct = outlook.at_risk_pct;
             // The regime's rate is the GPU's growth: the rate window would
             // still hold a fill that ended seconds ago.

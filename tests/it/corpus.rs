@@ -385,3 +385,28 @@ fn once_the_growth_has_run_fifteen_seconds_the_forecast_holds() {
     assert_eq!(n, 49);
     assert!(held >= 47, "{held} of {n}");
 }
+
+/// A forecast that comes and goes from one sample to the next (`tenth/01`:
+/// shown at 03:41:38, gone, shown at :46 and at :50 on a saturated GPU) is
+/// one episode: one "forecast first shown" note, not one each time.
+#[test]
+fn a_forecast_that_comes_back_soon_is_noted_once() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/corpus/tenth/01-gpu0-eval_spike-cached-s0.9-seed13.jsonl.zst");
+    let rec = vramwatch::record::Recording::open(&path).expect("opens");
+    let snaps = rec.iter().map(|s| s.expect("reads"));
+    let all = vramwatch::pipeline::analyse_all(&AnalysisConfig::default(), snaps);
+    let shown: Vec<_> = all
+        .iter()
+        .flat_map(|a| &a.notes)
+        .filter(|n| n.message.contains("forecast first shown"))
+        .collect();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    // And it was shown more than once.
+    let showings = all
+        .windows(2)
+        .filter(|w| w[0].assessment.gpu(0).is_none_or(|g| g.forecast.is_none()))
+        .filter(|w| w[1].assessment.gpu(0).is_some_and(|g| g.forecast.is_some()))
+        .count();
+    assert!(showings >= 3, "{showings}");
+}
