@@ -175,7 +175,7 @@ pub fn to_table(system: &SystemInfo, snap: &Snapshot, width: Option<usize>) -> S
     );
     let _ = writeln!(
         out,
-        "{:>3}  {:<14} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9} {:>9}  {:>4} {:>4} {:>5} {:>13} {:>6} {:>3}",
+        "{:>3}  {:<14} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9} {:>9}  {:>4} {:>4} {:>5} {:>13} {:>6} {:>4}",
         "GPU",
         "NAME",
         "USED MiB",
@@ -190,7 +190,7 @@ pub fn to_table(system: &SystemInfo, snap: &Snapshot, width: Option<usize>) -> S
         "TEMP",
         "POWER W",
         "SM MHz",
-        "P"
+        "PERF"
     );
     for g in &snap.gpus {
         let name = system
@@ -211,7 +211,7 @@ pub fn to_table(system: &SystemInfo, snap: &Snapshot, width: Option<usize>) -> S
         };
         let _ = writeln!(
             out,
-            "{:>3}  {:<14} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9} {:>9}  {:>4} {:>4} {:>5} {:>13} {:>6} {:>3}",
+            "{:>3}  {:<14} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9} {:>9}  {:>4} {:>4} {:>5} {:>13} {:>6} {:>4}",
             g.index,
             name,
             mib(m.map(|m| m.used)),

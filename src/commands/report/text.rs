@@ -190,7 +190,7 @@ fn procs(o: &mut String, sum: &Summary, dated: bool) {
     );
     for p in &sum.procs {
         let user: String = clean(&p.user).chars().take(12).collect();
-        let label: String = clean(&p.label).chars().take(80).collect();
+        let label = crate::app::cmdline::cut(&clean(&p.label), 80);
         let _ = writeln!(
             o,
             "{:>7}  {:>at$}  {:>3}  {:>7}  {:<12}  {}{}",
@@ -219,7 +219,7 @@ fn events(o: &mut String, sum: &Summary, dated: bool) {
     let summary: Vec<String> = sum
         .event_counts
         .iter()
-        .map(|(k, n)| format!("{n} {}", kind_name(*k)))
+        .map(|(k, n)| kind_count(*k, *n as usize))
         .collect();
     let _ = writeln!(o, "Events ({total}): {}", summary.join(", "));
     // Suspected OOMs first: they are why people open a recording.
@@ -247,15 +247,34 @@ fn events(o: &mut String, sum: &Summary, dated: bool) {
     }
 }
 
-fn kind_name(k: EventKind) -> &'static str {
-    match k {
-        EventKind::ProcessStarted => "process started",
-        EventKind::ProcessExited => "process exited",
-        EventKind::SuspectedOom => "suspected OOM",
-        EventKind::ThresholdCrossed => "threshold crossed",
-        EventKind::Alert => "alert",
-        EventKind::GpuLost => "GPU lost",
-        EventKind::Xid => "XID",
-        EventKind::Note => "note",
+/// `n` events of kind `k` in words: "1 alert", "2 alerts".
+fn kind_count(k: EventKind, n: usize) -> String {
+    let (one, many) = match k {
+        EventKind::ProcessStarted => ("process started", "processes started"),
+        EventKind::ProcessExited => ("process exited", "processes exited"),
+        EventKind::SuspectedOom => ("suspected OOM", "suspected OOMs"),
+        EventKind::ThresholdCrossed => ("threshold crossed", "thresholds crossed"),
+        EventKind::Alert => ("alert", "alerts"),
+        EventKind::GpuLost => ("GPU lost", "GPUs lost"),
+        EventKind::Xid => ("XID", "XIDs"),
+        EventKind::Note => ("note", "notes"),
+    };
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_counts_agree_with_their_number() {
+        assert_eq!(kind_count(EventKind::Alert, 1), "1 alert");
+        assert_eq!(kind_count(EventKind::Alert, 2), "2 alerts");
+        assert_eq!(kind_count(EventKind::Note, 4), "4 notes");
+        assert_eq!(
+            kind_count(EventKind::ProcessStarted, 3),
+            "3 processes started"
+        );
+        assert_eq!(kind_count(EventKind::SuspectedOom, 1), "1 suspected OOM");
     }
 }
