@@ -28,7 +28,7 @@ pub(crate) const FIXED: [(&str, &str); 5] = [
 ];
 
 /// Symbols and what they mean.
-pub(crate) const LEGEND: [(&str, &str); 10] = [
+pub(crate) const LEGEND: [(&str, &str); 13] = [
     ("█ ▒ ░", "memory used, reserved by the driver, free"),
     ("┃", "highest memory seen since start (fast lane included)"),
     (
@@ -38,6 +38,10 @@ pub(crate) const LEGEND: [(&str, &str); 10] = [
     (
         "▲12M/s ▼ ─",
         "growing, shrinking, flat; LEAK = growth sustained",
+    ),
+    (
+        "∿ swings",
+        "up and down; sorted by its highest of the last 5 s",
     ),
     (
         "warming up",
@@ -51,6 +55,8 @@ pub(crate) const LEGEND: [(&str, &str); 10] = [
     ),
     ("mem sparkline", "highest memory in each 5-sample bucket"),
     ("N/A", "the GPU does not report this figure"),
+    ("⚠ 3", "alerts raised so far (to the moment shown)"),
+    ("›", "an event after the moment shown (paused, replay)"),
 ];
 
 /// Lines of help text (for scrolling).
