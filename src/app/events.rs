@@ -143,6 +143,20 @@ impl App {
             return;
         };
         if self.go_to_time(e.t_ms) {
+            // The process the event is about, where the table lists it
+            // at that moment, is the one selected there.
+            if let Some(pid) = e.pid {
+                let id = self
+                    .rows()
+                    .iter()
+                    .map(crate::app::rows::Row::id)
+                    .find(|id| id.key.pid == pid && e.gpu.is_none_or(|g| g == id.gpu));
+                if let Some(id) = id {
+                    self.table.selected = Some(id);
+                    self.table.pinned = true;
+                    self.keep_selection_visible();
+                }
+            }
             let text = format!("at {}", self.describe_event(&e));
             self.say(text, true);
         } else {

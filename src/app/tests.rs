@@ -469,3 +469,29 @@ fn a_recording_is_named_file_first_with_the_home_folder_short() {
     );
     assert_eq!(file_first("run.jsonl"), "run.jsonl");
 }
+
+/// Enter on an event about a process shows its moment with that process
+/// selected in the table.
+#[test]
+fn enter_on_a_process_event_selects_the_process() {
+    let mut app = demo(90);
+    ch(&mut app, 'e');
+    // The events with a PID, each but the one selected at first.
+    let first = selected_pid(&app);
+    let n = app.events().len();
+    let i = (0..n)
+        .find(|&i| {
+            app.event_at(i).is_some_and(|e| {
+                e.pid.is_some_and(|p| p != first)
+                    && e.kind == crate::model::EventKind::ProcessStarted
+            })
+        })
+        .expect("a process started that is not the top row");
+    let pid = app.event_at(i).and_then(|e| e.pid).unwrap();
+    // From none selected, the first step down lands on the newest (0).
+    for _ in 0..=i {
+        key(&mut app, KeyCode::Down);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(selected_pid(&app), pid);
+}
