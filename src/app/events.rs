@@ -152,8 +152,7 @@ impl App {
                     .map(crate::app::rows::Row::id)
                     .find(|id| id.key.pid == pid && e.gpu.is_none_or(|g| g == id.gpu));
                 if let Some(id) = id {
-                    self.table.selected = Some(id);
-                    self.table.pinned = true;
+                    self.select_id(id);
                     self.keep_selection_visible();
                 }
             }

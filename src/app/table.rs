@@ -75,10 +75,16 @@ impl App {
     /// Selects the process at table row `i` (a click).
     pub(super) fn select_row(&mut self, i: usize) {
         if let Some(id) = self.rows().get(i).map(Row::id) {
-            self.table.selected = Some(id);
-            self.table.pinned = true;
+            self.select_id(id);
             self.nav.focus = super::Pane::Procs;
         }
+    }
+
+    /// Selects process `id` and keeps the selection on it (not on the
+    /// top row) as the table moves.
+    pub(super) fn select_id(&mut self, id: ProcId) {
+        self.table.selected = Some(id);
+        self.table.pinned = true;
     }
 
     /// Sorts by `column` (a click on its header); on the column already

@@ -70,9 +70,12 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 
 /// The error as one line for the terminal: each cause after the one
 /// before, as `{e:#}` writes them, less a cause whose text the message
-/// before it already ends with (an error whose own message quotes its
-/// source, `"{path}: cannot read: {source}"`, would otherwise say it
-/// twice).
+/// before it already ends with. Several errors quote their source in
+/// their own message and chain it too (`analysis::truth::TruthError::Io`,
+/// `source::torch::ReadError::Io`, `analysis::hook::HookError::Spawn`:
+/// `"{path}: cannot read: {source}"`), which `{e:#}` said twice; they keep
+/// the chain, as the exit status is read from it (`exit_code`) and
+/// callers printing `{e}` alone want the cause.
 pub fn message(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for c in e.chain() {

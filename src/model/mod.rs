@@ -357,6 +357,11 @@ pub mod units {
     pub const MIB: u64 = 1 << 20;
     pub const GIB: u64 = 1 << 30;
 
+    /// `n` things in words: "1 alert", "2 alerts".
+    pub fn plural(n: u64, one: &str, many: &str) -> String {
+        format!("{n} {}", if n == 1 { one } else { many })
+    }
+
     /// `1536 MiB` → "1.5G"; short forms for tables.
     pub fn bytes_short(b: u64) -> String {
         let b = b as f64;

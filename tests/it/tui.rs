@@ -219,7 +219,8 @@ fn the_replay_footer_says_what_space_does_now() {
     assert!(footer(&app).contains("Space play"), "{}", footer(&app));
 }
 
-/// An event longer than its row ends in "…", not at a cut mid-word.
+/// An event longer than its row ends in "…" where it was cut, not at a
+/// bare cut.
 #[test]
 fn an_event_too_long_for_its_row_ends_in_an_ellipsis() {
     let mut app = at("demo", 120, (80, 24));

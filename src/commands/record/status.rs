@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::app::Clock;
 use crate::model::Millis;
-use crate::model::units::{bytes_short, duration_short};
+use crate::model::units::{bytes_short, duration_short, plural};
 use crate::record::WriterStats;
 use crate::record::recorder::{Outage, OutageNews, Report, Summary, cause_text};
 
@@ -71,10 +71,6 @@ pub(super) fn summary_line(summary: &Summary, path: &Path, took: Duration, clock
 
 /// Outages named one by one in the summary line.
 const OUTAGES_LISTED: usize = 3;
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
 
 fn snapshots(n: u64) -> String {
     plural(n, "snapshot", "snapshots")

@@ -167,8 +167,7 @@ fn draw_legend<DB: DrawingBackend>(
     let (_, h) = area.dim_in_pixel();
     let step = 20i32;
     let fit = ((h as i32 - 60) / step).max(1) as usize;
-    let more = entries.len().saturating_sub(fit);
-    let shown = if more > 0 { fit - 1 } else { fit };
+    let (shown, more) = crate::ui::rows_shown(entries.len(), fit);
     let font = ("sans-serif", 13).into_font();
     for (n, (label, style, dashed)) in entries.into_iter().take(shown).enumerate() {
         let y = 50 + n as i32 * step;

@@ -249,6 +249,7 @@ fn events(o: &mut String, sum: &Summary, dated: bool) {
 
 /// `n` events of kind `k` in words: "1 alert", "2 alerts".
 fn kind_count(k: EventKind, n: usize) -> String {
+    use crate::model::units::plural;
     let (one, many) = match k {
         EventKind::ProcessStarted => ("process started", "processes started"),
         EventKind::ProcessExited => ("process exited", "processes exited"),
@@ -259,7 +260,7 @@ fn kind_count(k: EventKind, n: usize) -> String {
         EventKind::Xid => ("XID", "XIDs"),
         EventKind::Note => ("note", "notes"),
     };
-    format!("{n} {}", if n == 1 { one } else { many })
+    plural(n as u64, one, many)
 }
 
 #[cfg(test)]

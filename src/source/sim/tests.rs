@@ -175,3 +175,43 @@ fn demo_has_other_users_containers_graphics_and_unaccounted_memory() {
     let g2 = &snap.gpus[2];
     assert!(g2.unaccounted(&snap.procs).unwrap() >= 2 * GIB);
 }
+
+/// A simulated PyTorch process's allocator peaks are high-water marks:
+/// never below its figures now, never lower than a moment before.
+#[test]
+fn allocator_peaks_never_fall() {
+    let w = world("demo");
+    let mut last: std::collections::HashMap<u32, (u64, u64)> = Default::default();
+    let mut checked = 0;
+    for tenth in 0..2_000u64 {
+        let t = at(tenth as f64 / 10.0);
+        for g in 0..4 {
+            let mut procs: Vec<ProcSample> = w
+                .fast(g, t)
+                .procs
+                .iter()
+                .map(|p| ProcSample {
+                    pid: p.pid,
+                    gpu: g,
+                    mem: p.mem,
+                    ..Default::default()
+                })
+                .collect();
+            w.enrich(t, "me", &mut procs);
+            for p in &procs {
+                let Some(d) = p.torch.as_deref().and_then(|s| s.devices.first()) else {
+                    continue;
+                };
+                assert!(d.reserved_peak >= d.reserved, "{}: {d:?}", p.pid);
+                assert!(d.allocated_peak >= d.allocated, "{}: {d:?}", p.pid);
+                let before = last.insert(p.pid, (d.reserved_peak, d.allocated_peak));
+                if let Some((r, a)) = before {
+                    assert!(d.reserved_peak >= r, "{} at {tenth}: {r} -> {d:?}", p.pid);
+                    assert!(d.allocated_peak >= a, "{} at {tenth}: {a} -> {d:?}", p.pid);
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1_000, "{checked}");
+}

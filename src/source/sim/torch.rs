@@ -11,9 +11,10 @@ use crate::model::{Millis, ProcSample};
 
 impl SimWorld {
     /// The most memory process `p` has held since it was born, `age`
-    /// seconds ago (at least what it holds at `t`): a shape's periodic top
-    /// (a training step's activations, an evaluation, a spike) once it
-    /// has come, the rest of the shapes only grow.
+    /// seconds ago (at least what it holds at `t`, and never less than at
+    /// an earlier `age`): a training job's weights, optimizer state,
+    /// activations and evaluation at the highest they have stood together
+    /// so far, a spike once one has come; the other shapes only grow.
     pub(super) fn proc_high_water(&self, p: &SimProc, pid: u32, age: f64, t: f64) -> u64 {
         let now = self.proc_mem(p, pid, age, t);
         let top = match &p.shape {
@@ -25,16 +26,37 @@ impl SimWorld {
                 step_s,
                 eval_every,
                 eval_bytes,
-            } if age >= *optimizer_at => {
-                let mut m = weights + optimizer;
-                if age - optimizer_at >= 0.7 * step_s {
-                    m += activations;
-                }
-                if age > *eval_every {
-                    m += eval_bytes;
+            } => {
+                let load = (age / 3.0).clamp(0.0, 1.0);
+                let mut m = *weights as f64 * load;
+                if age >= *optimizer_at {
+                    // The activations' highest share since `from` (as
+                    // `proc_mem` builds them: up for 70 % of a step, down
+                    // for the rest, phased from the process's start).
+                    let most_since = |from: f64| {
+                        if age - from >= *step_s {
+                            1.0
+                        } else {
+                            let to_top = (0.7 * step_s - from % step_s).rem_euclid(*step_s);
+                            if age >= from + to_top {
+                                1.0
+                            } else {
+                                activation_share(from, *step_s).max(activation_share(age, *step_s))
+                            }
+                        }
+                    };
+                    let act = *activations as f64;
+                    let mut top = act * most_since(*optimizer_at);
+                    // An evaluation (from just after `eval_every`, 4 s
+                    // long) rides on the step it comes in.
+                    let first_eval = optimizer_at.max(*eval_every);
+                    if age > *eval_every {
+                        top = top.max(*eval_bytes as f64 + act * most_since(first_eval));
+                    }
+                    m += *optimizer as f64 + top;
                 }
                 // `proc_mem`'s jitter at its most.
-                m + 64 * MIB
+                m as u64 + 64 * MIB
             }
             Shape::Spiky {
                 base, spike, every, ..
@@ -88,5 +110,15 @@ impl SimWorld {
             }],
             ..Default::default()
         }))
+    }
+}
+
+/// The share of a training step's activations held at `age` (`proc_mem`).
+fn activation_share(age: f64, step_s: f64) -> f64 {
+    let phase = (age % step_s) / step_s;
+    if phase < 0.7 {
+        phase / 0.7
+    } else {
+        (1.0 - phase) / 0.3
     }
 }
