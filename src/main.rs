@@ -2,12 +2,11 @@
 //! exit codes (`cli::exit_code`: 1 for a runtime failure, 2 for anything the
 //! user can fix on the command line or in the config).
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Parser;
-
-use std::io::Write as _;
 
 use vramwatch::cli::{Cli, Command, UiArgs, exit_code, message};
 use vramwatch::commands::{self, dashboard};

@@ -228,15 +228,7 @@ impl SimWorld {
                 let mut m = (*weights as f64 * load) as u64;
                 if age >= *optimizer_at {
                     m += optimizer;
-                    let phase = (age % step_s) / step_s;
-                    // Forward pass builds activations for 70% of the step,
-                    // the backward pass frees them.
-                    let frac = if phase < 0.7 {
-                        phase / 0.7
-                    } else {
-                        (1.0 - phase) / 0.3
-                    };
-                    m += (*activations as f64 * frac) as u64;
+                    m += (*activations as f64 * activation_share(age, *step_s)) as u64;
                     if age % eval_every < 4.0 && age > *eval_every {
                         m += eval_bytes;
                     }
@@ -561,6 +553,18 @@ fn envelope(s: &Shape) -> u64 {
         Shape::Leak { .. } => 0,
         Shape::Inference { weights, kv, .. } => weights + kv,
         Shape::Spiky { base, spike, .. } => base + spike,
+    }
+}
+
+/// The share of a training step's activations held `age` seconds after
+/// the process began: the forward pass builds them for 70 % of the step,
+/// the backward pass frees them.
+fn activation_share(age: f64, step_s: f64) -> f64 {
+    let phase = (age % step_s) / step_s;
+    if phase < 0.7 {
+        phase / 0.7
+    } else {
+        (1.0 - phase) / 0.3
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::{Shape, SimProc, SimWorld, noise};
+use super::{Shape, SimProc, SimWorld, activation_share, noise};
 use crate::model::alloc::{AllocStats, DeviceAlloc};
 use crate::model::units::MIB;
 use crate::model::{Millis, ProcSample};
@@ -110,15 +110,5 @@ impl SimWorld {
             }],
             ..Default::default()
         }))
-    }
-}
-
-/// The share of a training step's activations held at `age` (`proc_mem`).
-fn activation_share(age: f64, step_s: f64) -> f64 {
-    let phase = (age % step_s) / step_s;
-    if phase < 0.7 {
-        phase / 0.7
-    } else {
-        (1.0 - phase) / 0.3
     }
 }
