@@ -32,7 +32,9 @@ impl Widget for &Footer<'_> {
             && app.now_ms().saturating_sub(m.t_ms) <= MESSAGE_MS
         {
             let style = if m.ok { t.ok } else { t.warn };
-            Line::from(Span::styled(format!(" {}", m.text), style)).render(area, buf);
+            // Longer than the line: it says where it was cut.
+            let text = crate::app::cmdline::cut(&m.text, (area.width as usize).saturating_sub(1));
+            Line::from(Span::styled(format!(" {text}"), style)).render(area, buf);
             return;
         }
         let keys = &app.config().keys;

@@ -242,6 +242,20 @@ fn an_event_too_long_for_its_row_ends_in_an_ellipsis() {
     assert!(rows.iter().any(|r| r.trim_end().ends_with('…')), "{screen}");
 }
 
+/// A message longer than the footer line ends in "…" where it was cut.
+#[test]
+fn a_message_too_long_for_the_footer_ends_in_an_ellipsis() {
+    let mut app = at("demo", 120, (80, 24));
+    key(&mut app, KeyCode::Char('e'));
+    // The newest event's moment: "at 12:01:.. ALERT [warn leak] PID …".
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Enter);
+    let screen = text(&render(&app));
+    let footer = screen.lines().last().unwrap_or("").trim_end();
+    assert!(footer.starts_with(" at "), "{screen}");
+    assert!(footer.ends_with('…'), "{footer:?}");
+}
+
 #[test]
 fn too_small_asks_to_enlarge() {
     let app = at("demo", 5, (40, 10));
