@@ -294,6 +294,10 @@ pub struct ReadStats {
     pub longest_line: usize,
 }
 
+/// The notice for a `.zst` file whose last frame is cut off after whole
+/// lines.
+pub(crate) const UNFINISHED: &str = "the recording was not closed (it is still being written, or the recorder was stopped before it finished): read up to its last whole snapshot";
+
 /// The lines of a [`Text`].
 pub(crate) struct Lines {
     src: Text,
@@ -307,6 +311,8 @@ pub(crate) struct Lines {
     /// Line 1 started with a byte order mark (removed).
     pub(crate) bom: bool,
     longest: usize,
+    /// The notice that the last frame was cut off has been given.
+    noted_cut: bool,
 }
 
 impl Lines {
@@ -321,6 +327,7 @@ impl Lines {
             next_no: first_no,
             bom: false,
             longest: 0,
+            noted_cut: false,
         }
     }
 
@@ -435,6 +442,13 @@ impl Lines {
                             no: self.next_no - 1,
                             zeros,
                         });
+                    }
+                    // Whole lines, but the frame around them cut off: what
+                    // a recorder leaves while it writes, or when it was
+                    // stopped before closing the file. Nothing read is lost.
+                    if cut && matches!(self.src, Text::Zst(_)) && !self.noted_cut {
+                        self.noted_cut = true;
+                        return Ok(Step::Notice(UNFINISHED.into()));
                     }
                     return Ok(Step::End);
                 }
