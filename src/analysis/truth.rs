@@ -455,7 +455,7 @@ pub fn markdown(runs: &[RunScore]) -> String {
     }
     let s = Summary::of(runs);
     out.push_str(&format!(
-        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}; the ranges that held {}; where the growth had run {} or more: {} of {}, {}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} OOM runs never flagged); false alarms on {} of {} runs that must not alarm.\n",
+        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}; the ranges that held {}; where the growth had run {} or more: {} of {}, {}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} never flagged); false alarms on {} of {} runs that must not alarm.\n",
         s.runs,
         s.oom_runs,
         s.no_alarm_runs,
@@ -473,7 +473,7 @@ pub fn markdown(runs: &[RunScore]) -> String {
         s.shown_by_30,
         s.could_show_by_30,
         s.slowest_leak_flag_s.map_or("—".into(), dur),
-        s.never_flagged,
+        crate::model::units::plural(s.never_flagged as u64, "OOM run", "OOM runs"),
         s.false_alarm_runs,
         s.no_alarm_runs,
     ));
@@ -484,7 +484,7 @@ fn pct(a: usize, b: usize) -> String {
     if b == 0 {
         "—".into()
     } else {
-        format!("{:.0} %", a as f64 * 100.0 / b as f64)
+        format!("{:.0}%", a as f64 * 100.0 / b as f64)
     }
 }
 

@@ -96,9 +96,10 @@ fn a_steady_leak_is_forecast_at_every_checkpoint_after_its_start() {
     assert!(md.contains("| test ×1 | OOM |"), "{md}");
     assert!(md.contains("3 of 3 checkpoints"), "{md}");
     assert!(
-        md.contains("where the growth had run 15s or more: 3 of 3, 100 %"),
+        md.contains("where the growth had run 15s or more: 3 of 3, 100%"),
         "{md}"
     );
+    assert!(md.contains("(0 OOM runs never flagged)"), "{md}");
     assert!(md.contains("× the time left wide, median"), "{md}");
 }
 
