@@ -455,8 +455,8 @@ pub fn markdown(runs: &[RunScore]) -> String {
     }
     let s = Summary::of(runs);
     out.push_str(&format!(
-        "\n{} runs ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}; the ranges that held {}; where the growth had run {} or more: {} of {}, {}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} never flagged); false alarms on {} of {} runs that must not alarm.\n",
-        s.runs,
+        "\n{} ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}; the ranges that held {}; where the growth had run {} or more: {} of {}, {}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} never flagged); false alarms on {} of {} runs that must not alarm.\n",
+        crate::model::units::plural(s.runs as u64, "run", "runs"),
         s.oom_runs,
         s.no_alarm_runs,
         s.held,

@@ -334,7 +334,7 @@ fn score_prints_the_table_and_says_what_is_missing() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("| leak_keep/logits ×1 | OOM |"), "{text}");
-    assert!(text.contains("1 runs (1 OOM, 0 must not alarm)"), "{text}");
+    assert!(text.contains("1 run (1 OOM, 0 must not alarm)"), "{text}");
     // JSON for machines.
     let out = assert_cmd::Command::cargo_bin("vramwatch")
         .unwrap()

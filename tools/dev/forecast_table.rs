@@ -16,6 +16,7 @@
 
 use vramwatch::analysis::AnalysisConfig;
 use vramwatch::analysis::scorecard::{Scorecard, Scorer};
+use vramwatch::model::units::plural;
 use vramwatch::source::sim::{SCENARIOS, SimWorld};
 
 const T0: u64 = 1_764_000_000_000;
@@ -74,10 +75,10 @@ fn main() {
             .filter(|p| p.leak_flagged_ms.is_some())
             .count();
         summary.push(format!(
-            "- sim `{name}`: {} processes, {flagged} flagged leaking, {} OOMs, {} alerts",
-            card.procs.len(),
-            card.ooms.len(),
-            card.alerts.len()
+            "- sim `{name}`: {}, {flagged} flagged leaking, {}, {}",
+            plural(card.procs.len() as u64, "process", "processes"),
+            plural(card.ooms.len() as u64, "OOM", "OOMs"),
+            plural(card.alerts.len() as u64, "alert", "alerts")
         ));
     }
     println!();
