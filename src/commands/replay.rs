@@ -66,6 +66,7 @@ fn app_over(rec: Arc<Recording>, config: Config, me: String, theme: Option<Theme
     ));
     let config = config.with_interval(interval);
     let warnings: Vec<String> = rec.warnings();
+    let name = crate::sanitize::clean(&rec.path().display().to_string());
     let mut settings = Settings::new(config, system, me);
     settings.read_only = true;
     if let Some(t) = theme {
@@ -76,13 +77,24 @@ fn app_over(rec: Arc<Recording>, config: Config, me: String, theme: Option<Theme
         app.update(crate::app::Event::Outcome(crate::app::Outcome {
             ok: false,
             text: format!(
-                "{w} ({} warning{})",
-                warnings.len(),
-                if warnings.len() == 1 { "" } else { "s" }
+                "{} ({})",
+                without_name(w, &name),
+                crate::model::units::plural(warnings.len() as u64, "warning", "warnings")
             ),
         }));
     }
     Ok(app)
+}
+
+/// A warning about the file being replayed, for the footer: the name the
+/// user just typed left out ("a.jsonl:12: …" → "line 12: …"), so what is
+/// wrong fits the line.
+fn without_name(w: &str, name: &str) -> String {
+    match w.strip_prefix(name).and_then(|r| r.strip_prefix(':')) {
+        Some(r) if r.starts_with(|c: char| c.is_ascii_digit()) => format!("line {r}"),
+        Some(r) => r.trim_start().to_owned(),
+        None => w.to_owned(),
+    }
 }
 
 pub fn run(args: &ReplayArgs, src: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
@@ -109,5 +121,29 @@ pub fn run(args: &ReplayArgs, src: &SourceArgs, ui: &UiArgs, me: String) -> Resu
             Err(e.into())
         }
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_name;
+
+    #[test]
+    fn a_footer_warning_leaves_out_the_file_name() {
+        assert_eq!(
+            without_name(
+                "/tmp/a.jsonl.zst: the recording was not closed",
+                "/tmp/a.jsonl.zst"
+            ),
+            "the recording was not closed"
+        );
+        assert_eq!(
+            without_name(
+                "/tmp/a.jsonl:12: the line is cut off: skipped",
+                "/tmp/a.jsonl"
+            ),
+            "line 12: the line is cut off: skipped"
+        );
+        assert_eq!(without_name("other: x", "/tmp/a.jsonl"), "other: x");
     }
 }

@@ -44,8 +44,10 @@ fn score_file_checked(
     truth: &Path,
     cfg: &AnalysisConfig,
 ) -> Result<(RunScore, Option<crate::record::RecordError>)> {
-    let t = Truth::read(truth)?;
+    // The recording first: a mistyped recording is named as such, not as
+    // the truth file beside where it would be.
     let rec = Recording::open(recording)?;
+    let t = Truth::read(truth)?;
     let system = rec.system();
     let Some(gpu) = t.gpu_in(&system) else {
         bail!(

@@ -154,6 +154,9 @@ pub struct Writer {
     known: HashMap<ProcId, ProcessInfo>,
     last_sync: Instant,
     stats: WriterStats,
+    /// Bytes of the files ended before the current one (rotated, or
+    /// removed while recording): `stats.total_bytes` less the current.
+    earlier_bytes: u64,
     finished: bool,
     /// Tests: fail writes (as a full disk would) once the file would pass
     /// this size.
@@ -184,6 +187,7 @@ impl Writer {
                 path: path.to_owned(),
                 ..Default::default()
             },
+            earlier_bytes: 0,
             finished: false,
             #[cfg(test)]
             fail_beyond: None,
@@ -315,9 +319,22 @@ impl Writer {
             out.file
                 .sync_all()
                 .map_err(|e| RecordError::io(&self.path, e))?;
-            self.stats.bytes = out.size;
+            self.tally(&out);
         }
         Ok(self.stats.clone())
+    }
+
+    /// The sizes in `stats` from the current file `out`: its own, and
+    /// with the files before it (index records and frame ends included).
+    fn tally(&mut self, out: &Out) {
+        self.stats.bytes = out.size;
+        self.stats.total_bytes = self.earlier_bytes + out.size;
+    }
+
+    /// The current file ends (rotated, or removed while recording): its
+    /// bytes count with the files before.
+    fn ended(&mut self, out: &Out) {
+        self.earlier_bytes += out.size;
     }
 }
 

@@ -32,6 +32,20 @@ impl Widget for &EventsPane<'_> {
             };
             title.push(Span::styled(hint, t.dim));
         }
+        // Newer events above the view (scrolled, or the selection held on
+        // its event while new ones came in on top): said, in red when one
+        // of them is an alert, an OOM, a lost GPU or an XID.
+        let h = (area.height as usize).saturating_sub(1);
+        let above = view.offset.min(n.saturating_sub(h));
+        if above > 0 {
+            let loud = (0..above)
+                .filter_map(|i| app.event_at(i))
+                .any(|e| is_loud(e.kind) && e.t_ms <= app.shown_ms());
+            title.push(Span::styled(
+                format!("↑ {above} newer "),
+                if loud { t.crit } else { t.warn },
+            ));
+        }
         let block = Block::default()
             .borders(Borders::TOP)
             .border_style(if focus { t.focus_border } else { t.border })
@@ -64,10 +78,7 @@ impl Widget for &EventsPane<'_> {
             let later = e.t_ms > shown;
             let style = match e.kind {
                 _ if later => t.dim,
-                EventKind::SuspectedOom
-                | EventKind::Alert
-                | EventKind::GpuLost
-                | EventKind::Xid => t.crit,
+                k if is_loud(k) => t.crit,
                 EventKind::ThresholdCrossed => t.warn,
                 _ => t.dim,
             };
@@ -92,6 +103,14 @@ impl Widget for &EventsPane<'_> {
             buf.set_string(x, area.y, label, t.dim);
         }
     }
+}
+
+/// The kinds shown in red: alerts, suspected OOMs, lost GPUs, XIDs.
+fn is_loud(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::SuspectedOom | EventKind::Alert | EventKind::GpuLost | EventKind::Xid
+    )
 }
 
 /// The event's message in `room` cells; a process's command at its end is

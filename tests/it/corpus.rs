@@ -360,6 +360,19 @@ fn score_prints_the_table_and_says_what_is_missing() {
         err.contains("x.truth.json") && err.contains("cannot read"),
         "{err}"
     );
+    // A recording that is not there is named, not the truth beside it.
+    let out = assert_cmd::Command::cargo_bin("vramwatch")
+        .unwrap()
+        .arg("score")
+        .arg(tmp.path().join("nope.jsonl.zst"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nope.jsonl.zst") && !err.contains("nope.truth.json"),
+        "{err}"
+    );
 }
 
 /// Across every set (tuned on or not), the checkpoints with at least 15 s

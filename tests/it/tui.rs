@@ -620,6 +620,18 @@ fn the_events_pane_scrolls_and_selects() {
     // The oldest event is in view, selected (reversed).
     let (_, y) = find(&buf, "PID 39004 started").expect("scrolled to the oldest");
     assert!(buf[(2, y)].modifier.contains(Modifier::REVERSED));
+    // The events above the view are counted in the pane's title, in red
+    // while one of them is an alert or an OOM (the newest are scrolled
+    // out of sight: a new critical alert must not go unseen).
+    let (x, y) = find(&buf, "newer ").expect("the newer events counted");
+    let title: String = (0..buf.area.width).map(|c| buf[(c, y)].symbol()).collect();
+    assert!(title.contains("events") && title.contains("↑ "), "{title}");
+    assert_eq!(buf[(x, y)].fg, app.theme().crit.fg.unwrap(), "{title}");
+    // Back at the top, no such word.
+    for _ in 0..10 {
+        key(&mut app, KeyCode::Up);
+    }
+    assert!(find(&render(&app), "newer ").is_none());
 }
 
 #[test]

@@ -141,8 +141,11 @@ impl Writer {
     /// open: it is retried at the next block's end, covering both.)
     pub(super) fn close_block(&mut self, seq: u64) -> Option<RecordWarning> {
         let limit = self.limit();
-        let out = self.out.as_mut()?;
-        let e = Self::end_block(out, limit).err()?;
+        let mut out = self.out.take()?;
+        let ended = Self::end_block(&mut out, limit);
+        self.tally(&out);
+        let out = self.out.insert(out);
+        let e = ended.err()?;
         let lost = out.forget_held();
         if lost == 0 {
             return None;

@@ -63,8 +63,7 @@ impl Writer {
         out.block.lines = 1;
         out.mark();
         self.known.clear();
-        self.stats.bytes = out.size;
-        self.stats.total_bytes += out.size;
+        self.tally(&out);
         Ok(out)
     }
 
@@ -74,6 +73,7 @@ impl Writer {
         let _ = self.close_block(0);
         if let Some(out) = self.out.take() {
             let _ = out.file.sync_all();
+            self.ended(&out);
         }
         let keep = self.opts.keep.max(1);
         let _ = fs::remove_file(rotated_path(&self.path, keep));
@@ -106,6 +106,7 @@ impl Writer {
         let _ = self.close_block(0);
         if let Some(out) = self.out.take() {
             let _ = out.file.sync_all();
+            self.ended(&out);
         }
         self.header.part += 1;
         let path = self.path.display().to_string();

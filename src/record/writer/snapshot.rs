@@ -100,7 +100,7 @@ impl Writer {
             out.held += 1;
         }
         self.stats.bytes = out.size;
-        self.stats.total_bytes += bytes.len() as u64;
+        self.stats.total_bytes = self.earlier_bytes + out.size;
         Ok(())
     }
 }

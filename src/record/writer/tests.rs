@@ -115,3 +115,39 @@ fn a_disk_full_at_any_point_leaves_a_readable_file() {
         }
     }
 }
+
+#[test]
+fn the_bytes_written_are_the_files_sizes() {
+    // `record` ends with "wrote N snapshots (SIZE)": the index records
+    // and frame ends count, and every rotated file with the current one
+    // (it said 4K for a 5,996-byte file).
+    let world = SimWorld::new("demo", 1, T0).unwrap();
+    for name in ["sizes.jsonl", "sizes.jsonl.zst"] {
+        for max_size in [u64::MAX, 6_000] {
+            let d = tempfile::tempdir().unwrap();
+            let path = d.path().join(name);
+            let opts = WriterOptions {
+                block_snapshots: 7,
+                max_size,
+                keep: 50,
+                ..WriterOptions::default()
+            };
+            let mut w = Writer::create(&path, Header::new(&world.info(), 1000, T0), opts).unwrap();
+            for i in 0..30 {
+                w.write(&world.snapshot(i, T0 + i * 1000, "me"));
+            }
+            let stats = w.finish().unwrap();
+            let on_disk: u64 = std::fs::read_dir(d.path())
+                .unwrap()
+                .map(|e| e.unwrap().metadata().unwrap().len())
+                .sum();
+            assert_eq!(stats.total_bytes, on_disk, "{name} {max_size}");
+            assert_eq!(
+                stats.bytes,
+                std::fs::metadata(&path).unwrap().len(),
+                "{name} {max_size}"
+            );
+            assert_eq!(stats.rotations > 0, max_size < u64::MAX, "{name}");
+        }
+    }
+}
