@@ -394,7 +394,15 @@ impl App {
 
     fn on_event(&mut self, event: Event) -> Option<Action> {
         match event {
-            Event::Key(k) => self.on_key(k),
+            Event::Key(k) => {
+                // A message answers the key before: the next key takes it
+                // away (in a replay the clock stands still, so the 6 s
+                // a message lasts never ran out).
+                if k.kind != crossterm::event::KeyEventKind::Release {
+                    self.message = None;
+                }
+                self.on_key(k)
+            }
             Event::Mouse(m) => self.on_mouse(m),
             Event::Resize(w, h) => {
                 self.nav.size = (w, h);

@@ -331,6 +331,12 @@ fn replay_navigation() {
     );
     key(&mut app, KeyCode::Home);
     assert_eq!(pos(&app), 0);
+    // `]` says which event it landed on; the next key takes the word away
+    // (a replay's clock stands still, so it stayed on screen for good).
+    ch(&mut app, ']');
+    assert!(app.message().is_some_and(|m| m.text.starts_with("event ")));
+    key(&mut app, KeyCode::Home);
+    assert!(app.message().is_none(), "{:?}", app.message());
     // Play advances on ticks; speed doubles and halves within 1..=64.
     ch(&mut app, ' ');
     app.update(Event::PlayTick);

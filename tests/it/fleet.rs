@@ -537,7 +537,10 @@ fn an_unreachable_prometheus_is_a_clear_error() {
         .unwrap_err()
         .to_string();
     assert!(e.contains(&format!("127.0.0.1:{port}")), "{e}");
-    assert!(e.to_lowercase().contains("refused"), "{e}");
+    // Refused; or reset, where a server another test started meanwhile
+    // took the free port and closed the connection (seen once, 2026-12-05).
+    let e = e.to_lowercase();
+    assert!(e.contains("refused") || e.contains("reset"), "{e}");
 }
 
 #[test]

@@ -719,3 +719,36 @@ fn rows_the_processes_leave_hold_the_events_pane_which_says_what_comes_there() {
         assert_eq!(rule, header + 3, "{size:?}:\n{s}");
     }
 }
+
+#[test]
+fn one_line_gpu_rows_share_one_bar_width() {
+    // 80×24 with the events pane: a line per GPU. A row with a rate and a
+    // forecast had a shorter bar than its neighbours, so the fills could
+    // not be compared down the column.
+    for secs in [40, 60, 90] {
+        let mut app = at("demo", secs, (80, 24));
+        key(&mut app, KeyCode::Char('e'));
+        let t = text(&render(&app));
+        let bars: Vec<(usize, usize)> = t
+            .lines()
+            .filter(|l| l.contains("/140G"))
+            .map(|l| {
+                let cells: Vec<char> = l.chars().collect();
+                let start = cells
+                    .iter()
+                    .position(|c| "█▉▊▋▌▍▎▏┃░".contains(*c))
+                    .unwrap();
+                let len = cells[start..]
+                    .iter()
+                    .take_while(|c| "█▉▊▋▌▍▎▏┃░".contains(**c))
+                    .count();
+                (start, len)
+            })
+            .collect();
+        assert_eq!(bars.len(), 4, "{t}");
+        assert!(
+            bars.iter().all(|b| *b == bars[0]),
+            "{secs} s: {bars:?}\n{t}"
+        );
+    }
+}

@@ -40,7 +40,12 @@ fn above(ms: u64, span: u64) -> String {
     if ms == 0 {
         "-".into()
     } else {
-        format!("{} ({})", duration_short(ms / 1000), pct_of(ms, span))
+        // To the nearest second, and never "0s" for a time that was there.
+        format!(
+            "{} ({})",
+            duration_short((ms.saturating_add(500) / 1000).max(1)),
+            pct_of(ms, span)
+        )
     }
 }
 
@@ -121,14 +126,14 @@ fn gpus(o: &mut String, h: &Header, sum: &Summary, dated: bool) {
         let util_mean = (g.util_n > 0).then(|| g.util_sum / g.util_n as f64);
         let _ = writeln!(
             o,
-            "{:>3}  {:<16}  {:>7} ({:>3.0}%)   {:>at$}  {:>7} ({})  {:>9}  {:>9}",
+            "{:>3}  {:<16}  {:>7} {:>6}   {:>at$}  {:>7} {:<6} {:>9}  {:>9}",
             g.index,
             name,
             bytes_short(g.peak),
-            g.peak_pct,
+            format!("({:.0}%)", g.peak_pct),
             clock(g.peak_at, dated),
             bytes_short(mean as u64),
-            pct_of(mean as u64, g.total),
+            format!("({})", pct_of(mean as u64, g.total)),
             g.util_peak.map_or("N/A".into(), |u| format!("{u}%")),
             util_mean.map_or("N/A".into(), |u| format!("{u:.0}%")),
         );
@@ -277,5 +282,14 @@ mod tests {
             "3 processes started"
         );
         assert_eq!(kind_count(EventKind::SuspectedOom, 1), "1 suspected OOM");
+    }
+
+    #[test]
+    fn time_above_a_level_is_rounded_and_never_zero() {
+        // 0.7 s of a 10 s recording read "0s (7%)".
+        assert_eq!(above(700, 10_000), "1s (7%)");
+        assert_eq!(above(1_499, 10_000), "1s (15%)");
+        assert_eq!(above(1_500, 10_000), "2s (15%)");
+        assert_eq!(above(0, 10_000), "-");
     }
 }

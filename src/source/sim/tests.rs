@@ -179,7 +179,7 @@ fn demo_has_other_users_containers_graphics_and_unaccounted_memory() {
 /// A simulated PyTorch process's allocator peaks are high-water marks:
 /// never below its figures now, never lower than a moment before.
 #[test]
-fn allocator_peaks_never_fall() {
+fn allocator_figures_hold_together_and_peaks_never_fall() {
     let w = world("demo");
     let mut last: std::collections::HashMap<u32, (u64, u64)> = Default::default();
     let mut checked = 0;
@@ -204,6 +204,12 @@ fn allocator_peaks_never_fall() {
                 };
                 assert!(d.reserved_peak >= d.reserved, "{}: {d:?}", p.pid);
                 assert!(d.allocated_peak >= d.allocated, "{}: {d:?}", p.pid);
+                // The cache's free part holds the split blocks and the
+                // largest free block (the process view said "cached free
+                // 5.85G" beside 13.5G in split blocks).
+                let free = d.reserved - d.active;
+                assert!(d.inactive_split <= free, "{}: {d:?}", p.pid);
+                assert!(d.largest_free.unwrap_or(0) <= free, "{}: {d:?}", p.pid);
                 let before = last.insert(p.pid, (d.reserved_peak, d.allocated_peak));
                 if let Some((r, a)) = before {
                     assert!(d.reserved_peak >= r, "{} at {tenth}: {r} -> {d:?}", p.pid);

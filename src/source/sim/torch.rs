@@ -70,8 +70,9 @@ impl SimWorld {
     /// Allocator figures for a simulated PyTorch process holding what `s`
     /// says and at most `high` since it began: the context and 12 MiB of
     /// other libraries outside the cache, tensors at 70–90 % of the cache,
-    /// a fragmenting cache, a retry every 40 s; the peaks are the cache at
-    /// its high-water mark and 93 % of that, never below what is held now.
+    /// 60 % of the cache's free part in split blocks, a retry every 40 s;
+    /// the peaks are the cache at its high-water mark and 93 % of that,
+    /// never below what is held now.
     pub(super) fn torch_stats(
         &self,
         s: &ProcSample,
@@ -101,7 +102,9 @@ impl SimWorld {
                 allocated,
                 reserved,
                 active: allocated,
-                inactive_split: reserved / 100 * 27,
+                // Split blocks are part of the cache's free part, never
+                // more than it: 60 % of it.
+                inactive_split: (reserved - allocated) / 100 * 60,
                 allocated_peak: (reserved_peak / 100 * 93).max(allocated),
                 reserved_peak,
                 num_alloc_retries: (age / 40.0) as u64,

@@ -247,8 +247,11 @@ impl Widget for &GpuLine<'_> {
                 after.push((9, o));
             }
         }
-        let bar_max = (w / 5).clamp(8, 24);
-        let (line, used) = with_bar(app, g, vec![label], after, (8, bar_max), w);
+        // One bar width for every row (it depends on the width alone), so
+        // the fills compare down the column: a row with more to say drops
+        // its least important figures instead of shrinking its bar.
+        let bar = (w / 5).clamp(8, 24);
+        let (line, used) = with_bar(app, g, vec![label], after, (bar, bar), w);
         Line::from(line).render(area, buf);
         let spark_w = w.saturating_sub(84).min(60);
         if spark_w >= 13 && used + 2 <= w - spark_w {
