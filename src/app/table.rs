@@ -150,11 +150,13 @@ impl App {
     pub(super) fn on_filter_key(&mut self, k: crossterm::event::KeyEvent) {
         use crossterm::event::{KeyCode, KeyModifiers};
         let f = &mut self.table;
+        let mut cleared = false;
         match k.code {
             KeyCode::Enter => f.filter_editing = false,
             KeyCode::Esc => {
                 f.filter_editing = false;
                 f.filter.clear();
+                cleared = true;
             }
             KeyCode::Backspace => {
                 f.filter.pop();
@@ -167,11 +169,13 @@ impl App {
             KeyCode::Char('c') => {
                 f.filter_editing = false;
                 f.filter.clear();
+                cleared = true;
             }
             _ => {}
         }
         self.table.offset = 0;
-        self.table.pinned = false;
+        // Typing follows the top match; clearing keeps the process found.
+        self.table.pinned = cleared && self.table.selected.is_some();
         self.fix_selection();
     }
 
@@ -194,7 +198,8 @@ impl App {
             return false;
         }
         self.table.filter.clear();
-        self.table.pinned = false;
+        // The process the filter found stays selected (as htop's does).
+        self.table.pinned = self.table.selected.is_some();
         self.fix_selection();
         true
     }

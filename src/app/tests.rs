@@ -143,6 +143,20 @@ fn filter_typing_narrows_and_escape_clears() {
     key(&mut app, KeyCode::Esc);
     assert_eq!(app.table().filter, "");
     assert!(app.rows().len() > 1);
+    // The process found stays selected, wherever its row is now (it was
+    // the top row again).
+    assert_ne!(app.rows()[0].id().key.pid, 20_310);
+    assert_eq!(selected_pid(&app), 20_310);
+    // The same when Esc ends the typing.
+    ch(&mut app, 'g');
+    ch(&mut app, '/');
+    for c in "bench".chars() {
+        ch(&mut app, c);
+    }
+    assert_eq!(selected_pid(&app), 39_004);
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.table().filter, "");
+    assert_eq!(selected_pid(&app), 39_004);
 }
 
 #[test]

@@ -70,7 +70,8 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 
 /// The error as one line for the terminal: each cause after the one
 /// before, as `{e:#}` writes them, less a cause whose text the message
-/// before it already ends with. Several errors quote their source in
+/// before it already ends with, and less the name a cause begins with
+/// when the message before it ends with that name. Several errors quote their source in
 /// their own message and chain it too (`analysis::truth::TruthError::Io`,
 /// `source::torch::ReadError::Io`, `analysis::hook::HookError::Spawn`:
 /// `"{path}: cannot read: {source}"`), which `{e:#}` said twice; they keep
@@ -79,7 +80,16 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 pub fn message(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for c in e.chain() {
-        let text = c.to_string();
+        let mut text = c.to_string();
+        // "replaying x.jsonl" then "x.jsonl: No such file": the name once.
+        let last = out.rsplit(' ').next().unwrap_or("");
+        if let Some(rest) = text
+            .strip_prefix(last)
+            .and_then(|r| r.strip_prefix(": "))
+            .filter(|_| !last.is_empty())
+        {
+            text = rest.to_owned();
+        }
         if out.is_empty() {
             out = text;
         } else if !out.ends_with(&text) {
@@ -117,5 +127,13 @@ mod message_tests {
         let e = anyhow::anyhow!("inner").context("middle").context("outer");
         assert_eq!(message(&e), format!("{e:#}"));
         assert_eq!(message(&e), "outer: middle: inner");
+        // A cause that begins with the name the message ends with.
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let e = anyhow::Error::new(Quoting {
+            path: "x.jsonl".into(),
+            source: io,
+        })
+        .context("replaying x.jsonl");
+        assert_eq!(message(&e), "replaying x.jsonl: cannot read: No such file");
     }
 }
