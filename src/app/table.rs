@@ -153,11 +153,6 @@ impl App {
         let mut cleared = false;
         match k.code {
             KeyCode::Enter => f.filter_editing = false,
-            KeyCode::Esc => {
-                f.filter_editing = false;
-                f.filter.clear();
-                cleared = true;
-            }
             KeyCode::Backspace => {
                 f.filter.pop();
             }
@@ -166,7 +161,8 @@ impl App {
                 let room = f.filter.chars().count() < 64;
                 f.filter.extend(room.then_some(c));
             }
-            KeyCode::Char('c') => {
+            // Esc, or Ctrl-C (a plain 'c' is text, above).
+            KeyCode::Esc | KeyCode::Char('c') => {
                 f.filter_editing = false;
                 f.filter.clear();
                 cleared = true;

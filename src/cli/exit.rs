@@ -71,8 +71,9 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 /// The error as one line for the terminal: each cause after the one
 /// before, as `{e:#}` writes them, less a cause whose text the message
 /// before it already ends with, and less the name a cause begins with
-/// when the message before it ends with that name. Several errors quote their source in
-/// their own message and chain it too (`analysis::truth::TruthError::Io`,
+/// when the message before it ends with that name ("replaying x.jsonl:
+/// x.jsonl: …"). Several errors quote their source in their own message
+/// and chain it too (`analysis::truth::TruthError::Io`,
 /// `source::torch::ReadError::Io`, `analysis::hook::HookError::Spawn`:
 /// `"{path}: cannot read: {source}"`), which `{e:#}` said twice; they keep
 /// the chain, as the exit status is read from it (`exit_code`) and
@@ -83,10 +84,8 @@ pub fn message(e: &anyhow::Error) -> String {
         let mut text = c.to_string();
         // "replaying x.jsonl" then "x.jsonl: No such file": the name once.
         let last = out.rsplit(' ').next().unwrap_or("");
-        if let Some(rest) = text
-            .strip_prefix(last)
-            .and_then(|r| r.strip_prefix(": "))
-            .filter(|_| !last.is_empty())
+        if !last.is_empty()
+            && let Some(rest) = text.strip_prefix(last).and_then(|r| r.strip_prefix(": "))
         {
             text = rest.to_owned();
         }

@@ -319,16 +319,16 @@ impl Writer {
             out.file
                 .sync_all()
                 .map_err(|e| RecordError::io(&self.path, e))?;
-            self.tally(&out);
+            self.tally(out.size);
         }
         Ok(self.stats.clone())
     }
 
-    /// The sizes in `stats` from the current file `out`: its own, and
+    /// The sizes in `stats` from the current file's `size`: its own, and
     /// with the files before it (index records and frame ends included).
-    fn tally(&mut self, out: &Out) {
-        self.stats.bytes = out.size;
-        self.stats.total_bytes = self.earlier_bytes + out.size;
+    fn tally(&mut self, size: u64) {
+        self.stats.bytes = size;
+        self.stats.total_bytes = self.earlier_bytes + size;
     }
 
     /// The current file ends (rotated, or removed while recording): its

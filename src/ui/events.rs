@@ -23,6 +23,10 @@ impl Widget for &EventsPane<'_> {
         let focus = app.nav().focus == Pane::Events;
         let n = app.events().len();
         let view = app.events_view();
+        // Lines below the rule, and the first event on them.
+        let h = area.height.saturating_sub(1) as usize;
+        let offset = view.offset.min(n.saturating_sub(h));
+        let shown = app.shown_ms();
         let mut title = vec![Span::styled(" events ", t.title)];
         if n > 0 {
             let hint = if focus {
@@ -35,14 +39,12 @@ impl Widget for &EventsPane<'_> {
         // Newer events above the view (scrolled, or the selection held on
         // its event while new ones came in on top): said, in red when one
         // of them is an alert, an OOM, a lost GPU or an XID.
-        let h = (area.height as usize).saturating_sub(1);
-        let above = view.offset.min(n.saturating_sub(h));
-        if above > 0 {
-            let loud = (0..above)
+        if offset > 0 {
+            let loud = (0..offset)
                 .filter_map(|i| app.event_at(i))
-                .any(|e| is_loud(e.kind) && e.t_ms <= app.shown_ms());
+                .any(|e| is_loud(e.kind) && e.t_ms <= shown);
             title.push(Span::styled(
-                format!("↑ {above} newer "),
+                format!("↑ {offset} newer "),
                 if loud { t.crit } else { t.warn },
             ));
         }
@@ -67,10 +69,7 @@ impl Widget for &EventsPane<'_> {
                 .render(area, buf);
             return;
         }
-        let shown = app.shown_ms();
-        let h = inner.height as usize;
         let all = app.all_commands();
-        let offset = view.offset.min(n.saturating_sub(h));
         for (line, i) in (offset..n).take(h).enumerate() {
             let Some(e) = app.event_at(i) else {
                 break;

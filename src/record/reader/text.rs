@@ -296,7 +296,7 @@ pub struct ReadStats {
 
 /// The notice for a `.zst` file whose last frame is cut off after whole
 /// lines.
-pub(crate) const UNFINISHED: &str = "the recording was not closed (it is still being written, or the recorder was stopped before it finished): read up to its last whole snapshot";
+const UNFINISHED: &str = "the recording was not closed (it is still being written, or the recorder was stopped before it finished): read up to its last whole snapshot";
 
 /// The lines of a [`Text`].
 pub(crate) struct Lines {

@@ -141,12 +141,12 @@ impl Writer {
     /// open: it is retried at the next block's end, covering both.)
     pub(super) fn close_block(&mut self, seq: u64) -> Option<RecordWarning> {
         let limit = self.limit();
-        let mut out = self.out.take()?;
-        let ended = Self::end_block(&mut out, limit);
-        self.tally(&out);
-        let out = self.out.insert(out);
+        let out = self.out.as_mut()?;
+        let ended = Self::end_block(out, limit);
+        let size = out.size;
+        self.tally(size);
         let e = ended.err()?;
-        let lost = out.forget_held();
+        let lost = self.out.as_mut()?.forget_held();
         if lost == 0 {
             return None;
         }

@@ -63,7 +63,7 @@ impl Writer {
         out.block.lines = 1;
         out.mark();
         self.known.clear();
-        self.tally(&out);
+        self.tally(out.size);
         Ok(out)
     }
 

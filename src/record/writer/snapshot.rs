@@ -99,8 +99,8 @@ impl Writer {
         } else {
             out.held += 1;
         }
-        self.stats.bytes = out.size;
-        self.stats.total_bytes = self.earlier_bytes + out.size;
+        let size = out.size;
+        self.tally(size);
         Ok(())
     }
 }
