@@ -152,7 +152,14 @@ impl App {
             Intent::Home | Intent::End => {
                 let home = intent == Intent::Home;
                 if !self.seek_end(home) {
-                    self.move_selection(if home { isize::MIN / 2 } else { isize::MAX / 2 });
+                    let to = if home { isize::MIN / 2 } else { isize::MAX / 2 };
+                    // Live, the pane with the arrows: the events pane's
+                    // first row is its newest event.
+                    if self.events_focused() {
+                        self.move_event(to);
+                    } else {
+                        self.move_selection(to);
+                    }
                 }
             }
             Intent::Enter => return self.on_enter(),

@@ -218,6 +218,14 @@ fn events_scroll_select_and_enter_goes_there_live() {
     assert_eq!(app.events_view().selected, Some(n - 1));
     let v = app.events_view();
     assert!(v.offset + app.events_height() > n - 1 && v.offset < n);
+    // Home and End move in the pane with the arrows, not the table.
+    let row = selected_pid(&app);
+    key(&mut app, KeyCode::Home);
+    assert_eq!(app.events_view().selected, Some(0));
+    assert_eq!(app.events_view().offset, 0);
+    key(&mut app, KeyCode::End);
+    assert_eq!(app.events_view().selected, Some(n - 1));
+    assert_eq!(selected_pid(&app), row, "the table's selection stays");
     // Enter: paused at that event's moment, and said so.
     key(&mut app, KeyCode::Up);
     let e = app.event_at(n - 2).unwrap().clone();
