@@ -326,7 +326,7 @@ impl Widget for &TopProcesses<'_> {
         }
         if more > 0 {
             Line::from(Span::styled(
-                format!(" +{more} more: Enter on the GPU (Tab) lists them"),
+                format!(" +{more} more: / gpu:{} lists them all", self.index),
                 t.dim,
             ))
             .render(
