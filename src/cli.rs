@@ -482,10 +482,21 @@ pub fn parse_listen(s: &str) -> Result<String, String> {
         .map_err(|why| format!("`{s}` is not a listen address: {why}"))
 }
 
-/// Parses a duration like `90s`, `10m`, `1h30m`, `500ms`.
+/// The longest `record --duration`: a year (leave it out to record until
+/// stopped). Longer would overflow the clock's arithmetic.
+const MAX_RECORD_DURATION: Duration = Duration::from_secs(366 * 86_400);
+
+/// Parses `record --duration`, like `90s`, `10m`, `1h30m`: from 1s to
+/// [`MAX_RECORD_DURATION`].
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim())
-        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 500ms, 1s, 10m, 2h"))
+    let shown = crate::sanitize::clean_capped(s, 40);
+    let d = crate::config::units::parse_duration(s).map_err(|why| format!("`{shown}`: {why}"))?;
+    if d < Duration::from_secs(1) || d > MAX_RECORD_DURATION {
+        return Err(format!(
+            "`{shown}` is out of range: from 1s to 366d (leave --duration out to record until stopped)"
+        ));
+    }
+    Ok(d)
 }
 
 mod exit;

@@ -11,7 +11,11 @@
 macro_rules! tell {
     ($($arg:tt)*) => {{
         use ::std::io::Write as _;
-        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+        // Messages quote what came from outside (paths, recordings, config
+        // values, HTTP bodies): no escape sequence of theirs reaches the
+        // terminal.
+        let text = $crate::sanitize::for_stderr(&::std::format!($($arg)*));
+        let _ = ::std::writeln!(::std::io::stderr(), "{text}");
     }};
 }
 

@@ -44,6 +44,19 @@ pub fn clean_capped(raw: &str, max_chars: usize) -> String {
         .collect()
 }
 
+/// Longest line of a message to standard error, in characters.
+const MAX_MESSAGE_LINE_CHARS: usize = 2000;
+
+/// A message for standard error: each line as [`clean_capped`] makes it
+/// (escape sequences and other controls gone, at most
+/// [`MAX_MESSAGE_LINE_CHARS`] characters), the line breaks kept.
+pub fn for_stderr(text: &str) -> String {
+    text.split('\n')
+        .map(|line| clean_capped(line, MAX_MESSAGE_LINE_CHARS))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Joins argv the way `ps` shows it, cleaning each part.
 pub fn command_line<I, S>(args: I) -> String
 where
@@ -61,6 +74,15 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_keeps_its_lines_and_loses_escapes() {
+        assert_eq!(
+            for_stderr("a.jsonl:12: unknown variant `x\u{1b}[31m`\n\u{1b}]0;pwn\u{7}next\tline"),
+            "a.jsonl:12: unknown variant `x`\nnext line"
+        );
+        assert_eq!(for_stderr(&"x".repeat(5000)).len(), MAX_MESSAGE_LINE_CHARS);
+    }
 
     #[test]
     fn plain_text_passes_through() {

@@ -18,6 +18,7 @@ use crate::model::{Event, Millis, ProcSample, Snapshot, SystemInfo};
 mod columns;
 
 pub use columns::cpu_precision;
+pub(crate) use columns::{MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROCS};
 
 /// The value of the header's `format` key.
 pub const FORMAT: &str = "vramwatch-recording";
@@ -332,6 +333,14 @@ pub enum LineError {
     NoType,
     #[error("the line's type \"{0}\" is one letter off \"{1}\": a damaged line")]
     DamagedType(String, &'static str),
+    #[error("more than {max} {what} lines for one snapshot")]
+    Crowded { what: &'static str, max: usize },
+    #[error("holds {got} {what}; a snapshot holds at most {max}")]
+    TooMany {
+        what: &'static str,
+        got: usize,
+        max: usize,
+    },
     #[error("column `{table}.{column}` has {got} values where `{table}.{key}` has {want}")]
     Column {
         table: &'static str,

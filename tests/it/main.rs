@@ -26,6 +26,7 @@ mod corpus;
 mod corruption;
 mod data_tools;
 mod fleet;
+mod floods;
 mod gpu_compare;
 mod grafana;
 mod h200_recordings;

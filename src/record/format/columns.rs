@@ -228,6 +228,18 @@ fn column<T: Default + Clone>(
 
 /// Decodes a snapshot line; `lookup` gives the strings of a process by
 /// `(gpu, pid, start_time)`.
+/// The most processes one snapshot of a recording may hold: far more than
+/// a node runs (8 GPUs × 300 processes is the simulator's crowded node),
+/// few enough that the analysis of a hostile file stays bounded.
+pub(crate) const MAX_SNAPSHOT_PROCS: usize = 16_384;
+
+/// The most events one snapshot may carry (its own and the lines after
+/// it); more are skipped as damage.
+pub(crate) const MAX_SNAPSHOT_EVENTS: usize = 4_096;
+
+/// The most GPUs one snapshot may hold.
+pub(crate) const MAX_SNAPSHOT_GPUS: usize = 1_024;
+
 pub(super) fn decode<'a>(
     text: &[u8],
     lookup: impl Fn(ProcId) -> Option<&'a ProcessInfo>,
@@ -251,6 +263,13 @@ macro_rules! columns {
 fn gpus_from(c: GpuColsIn) -> Result<Vec<GpuSample>, LineError> {
     let index = c.index.unwrap_or_default();
     let n = index.len();
+    if n > MAX_SNAPSHOT_GPUS {
+        return Err(LineError::TooMany {
+            what: "GPUs",
+            got: n,
+            max: MAX_SNAPSHOT_GPUS,
+        });
+    }
     columns!(c, n, "gpus", "index"; state, mem_used, mem_reserved, mem_free, mem_total,
         mem_peak, mem_reads, bar1_used, bar1_total, util_gpu, util_mem, temp_c, power_mw,
         power_limit_mw, sm_clock_mhz, mem_clock_mhz, fan_pct, pstate, pcie_rx_kbs,
@@ -322,6 +341,13 @@ fn procs_from<'a>(
 ) -> Result<Vec<ProcSample>, LineError> {
     let pid = c.pid.unwrap_or_default();
     let n = pid.len();
+    if n > MAX_SNAPSHOT_PROCS {
+        return Err(LineError::TooMany {
+            what: "processes",
+            got: n,
+            max: MAX_SNAPSHOT_PROCS,
+        });
+    }
     columns!(c, n, "procs", "pid"; gpu, start_time, kind, mem, mem_peak, sm_util, mem_util,
         enc_util, dec_util, cpu_pct, rss, torch);
     let mut out = Vec::with_capacity(n);

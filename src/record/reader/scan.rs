@@ -7,11 +7,12 @@ use std::collections::HashMap;
 
 use super::check::{Kind, Tally, classify, cut_off};
 use super::frames::Origin;
+use super::stream::crowded;
 use super::text::{Lines, Step, Text, stopped};
 use super::{Block, ProcLine, RecordedEvent, Recording};
 use crate::model::Millis;
 use crate::record::RecordError;
-use crate::record::format::{self, ProcId, ProcessInfo};
+use crate::record::format::{self, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROCS, ProcId, ProcessInfo};
 
 /// Snapshots per block when a scan splits a file up.
 const SCAN_BLOCK: u64 = 600;
@@ -34,6 +35,9 @@ pub(super) struct Build {
     open: Option<Open>,
     /// `seq` of the last snapshot of the open block (its events follow).
     event_seq: Option<u64>,
+    /// Process and event lines since the last snapshot line (a hostile
+    /// file's flood past a snapshot's limits is skipped as damage).
+    gap: (usize, usize),
     unknown: bool,
     joined: bool,
 }
@@ -76,6 +80,7 @@ impl Build {
             warnings: Vec::new(),
             open: None,
             event_seq: None,
+            gap: (0, 0),
             unknown: false,
             joined: false,
         }
@@ -163,16 +168,29 @@ impl Build {
                 }
                 self.tally.snapshot(seq);
                 self.event_seq = Some(seq);
+                self.gap = (0, 0);
+            }
+            Kind::Process if self.gap.0 >= MAX_SNAPSHOT_PROCS => {
+                self.tally
+                    .bad_line(no, crowded("process", MAX_SNAPSHOT_PROCS));
             }
             Kind::Process => match format::read_process(text) {
-                Ok(p) => add_proc(&mut self.procs, here, usize::MAX, p),
+                Ok(p) => {
+                    self.gap.0 += 1;
+                    add_proc(&mut self.procs, here, usize::MAX, p);
+                }
                 Err(e) => self.tally.bad_line(no, e),
             },
+            Kind::Event if self.gap.1 >= MAX_SNAPSHOT_EVENTS => {
+                self.tally
+                    .bad_line(no, crowded("event", MAX_SNAPSHOT_EVENTS));
+            }
             Kind::Event => match format::read_event_seq(text) {
                 Ok((seq, event)) => {
                     if let Some(last) = self.event_seq
                         && seq.is_none_or(|s| s == last)
                     {
+                        self.gap.1 += 1;
                         self.events.push(RecordedEvent {
                             index: self.times.len() - 1,
                             event,

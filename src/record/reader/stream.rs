@@ -12,7 +12,9 @@ use super::check::{self, Damage, Tally};
 use super::text::{self, Lines, ReadStats, Step, Text, display, stopped};
 use crate::model::Snapshot;
 use crate::record::RecordError;
-use crate::record::format::{self, Header, LineType, ProcId, ProcessInfo};
+use crate::record::format::{
+    self, Header, LineError, LineType, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROCS, ProcId, ProcessInfo,
+};
 
 /// Snapshots a process's strings are kept after it was last listed.
 const KEEP_PROCS: u64 = 64;
@@ -35,6 +37,9 @@ pub struct Reader {
     unknown: bool,
     joined: bool,
     snapshots: u64,
+    /// Process lines since the last snapshot line (at most
+    /// `MAX_SNAPSHOT_PROCS` are kept).
+    new_procs: usize,
     error: Option<RecordError>,
     done: bool,
 }
@@ -65,6 +70,7 @@ impl Reader {
             unknown: false,
             joined: false,
             snapshots: 0,
+            new_procs: 0,
             error: None,
             done: false,
         })
@@ -173,6 +179,7 @@ impl Reader {
                     Ok(s) => {
                         self.tally.snapshot(s.seq);
                         self.snapshots += 1;
+                        self.new_procs = 0;
                         let now = self.snapshots;
                         for p in &s.procs {
                             if let Some(e) = self.procs.get_mut(&(p.gpu, p.pid, p.start_time)) {
@@ -195,8 +202,15 @@ impl Reader {
                     }
                 }
             }
+            // A hostile file's flood of lines between two snapshots is
+            // skipped as damage, not kept.
+            LineType::Process if self.new_procs >= MAX_SNAPSHOT_PROCS => {
+                self.tally
+                    .bad_line(no, crowded("process", MAX_SNAPSHOT_PROCS));
+            }
             LineType::Process => match format::read_process(text) {
                 Ok(p) => {
+                    self.new_procs += 1;
                     self.procs.insert(p.id(), (p, self.snapshots + 1));
                 }
                 Err(e) => self.tally.bad_line(no, e),
@@ -206,7 +220,12 @@ impl Reader {
                     if let Some(p) = self.pending.as_mut()
                         && seq.is_none_or(|s| s == p.seq)
                     {
-                        p.events.push(e);
+                        if p.events.len() >= MAX_SNAPSHOT_EVENTS {
+                            self.tally
+                                .bad_line(no, crowded("event", MAX_SNAPSHOT_EVENTS));
+                        } else {
+                            p.events.push(e);
+                        }
                     }
                 }
                 Err(e) => self.tally.bad_line(no, e),
@@ -257,4 +276,9 @@ impl Iterator for Reader {
         }
         self.error.take().map(Err)
     }
+}
+
+/// The damage of a line past a snapshot's limit of `what` lines.
+pub(super) fn crowded(what: &'static str, max: usize) -> LineError {
+    LineError::Crowded { what, max }
 }
