@@ -602,3 +602,27 @@ fn the_command_line_and_the_file_share_their_limits() {
         assert_eq!(config::parse_listen(listen).is_ok(), ok, "{listen}");
     }
 }
+
+/// What a message quotes from the config (a value, a path) reaches the
+/// terminal without its escape sequences: a fuzzing pass found an OSC
+/// sequence in `[display] columns` echoed raw.
+#[test]
+fn a_config_error_quotes_no_escape_sequence() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("esc\u{1b}[31m.toml");
+    std::fs::write(
+        &path,
+        "[display]\ncolumns = [\"\\u001b]0;pwn\\u0007x\"]\n[keys]\nquit = \"\\u001b[31m\"\n",
+    )
+    .unwrap();
+    let out = Command::cargo_bin("vramwatch")
+        .unwrap()
+        .args(["config", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown column `x`"), "{err}");
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+}
