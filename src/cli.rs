@@ -500,10 +500,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 mod exit;
+mod outputs;
 mod pages;
 mod takes;
 
 pub use exit::{Failure, Usage, exit_code, message};
+pub use outputs::not_an_input;
 pub use pages::{write_completions, write_man, write_man_pages};
 
 #[cfg(test)]

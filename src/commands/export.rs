@@ -285,6 +285,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     }
     let rows = match &args.output {
         Some(p) => {
+            crate::cli::not_an_input(p, &[&args.file], "-o")?;
             let mut out = Output::create_for(p, args.force)?;
             let rows = write_rows(&mut rec, args, out.writer()?)?;
             if rows > 0 || args.process.is_none() {

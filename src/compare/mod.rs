@@ -309,6 +309,9 @@ pub(crate) fn run(opts: &CompareOptions) -> Result<()> {
 
 /// [`run`], writing the table or JSON to `stdout`.
 fn run_to(opts: &CompareOptions, stdout: &mut dyn std::io::Write) -> Result<()> {
+    if let Some(path) = &opts.svg {
+        crate::cli::not_an_input(path, &[&opts.new, &opts.baseline], "--svg")?;
+    }
     let (new, old) = progress::read_both(&opts.new, &opts.baseline)?;
     for w in new.warnings.iter().chain(&old.warnings) {
         crate::tell!("vramwatch: warning: {w}");

@@ -658,3 +658,30 @@ fn a_closed_standard_error_keeps_the_exit_status() {
         Some(0)
     );
 }
+
+/// An output that is the recording being read is refused before anything
+/// is written: `report F --svg F` and `export --csv F -o F --force`
+/// replaced the recording (a fuzzing pass), also through another name.
+#[test]
+fn an_output_that_is_the_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("r.jsonl.zst");
+    std::fs::copy("tests/fixtures/h200/leak-oom.jsonl.zst", &rec).unwrap();
+    let before = std::fs::read(&rec).unwrap();
+    let link = dir.path().join("link.jsonl.zst");
+    std::os::unix::fs::symlink(&rec, &link).unwrap();
+    let r = rec.to_str().unwrap();
+    let l = link.to_str().unwrap();
+    for (args, flag) in [
+        (vec!["report", r, "--svg", r], "--svg"),
+        (vec!["export", "--csv", r, "-o", l, "--force"], "-o"),
+        (vec!["report", r, "--baseline", r, "--svg", l], "--svg"),
+    ] {
+        vw().args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("{flag} ")))
+            .stderr(predicate::str::contains("is the recording being read"));
+        assert_eq!(std::fs::read(&rec).unwrap(), before, "{args:?}");
+    }
+}

@@ -27,6 +27,9 @@ pub fn run(args: &ReportArgs, src: &SourceArgs) -> Result<()> {
     if let Some(old) = &args.baseline {
         return compare::run(&compare_options(args, old)?);
     }
+    if let Some(path) = &args.svg {
+        crate::cli::not_an_input(path, &[&args.file], "--svg")?;
+    }
     let cfg = config::load(src.config.as_deref())?;
     let mut rec = Reader::open(&args.file)?;
     let sum = summary::collect(&mut rec, &cfg.thresholds)?;
