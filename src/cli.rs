@@ -486,14 +486,14 @@ pub fn parse_listen(s: &str) -> Result<String, String> {
 /// stopped). Longer would overflow the clock's arithmetic.
 const MAX_RECORD_DURATION: Duration = Duration::from_secs(366 * 86_400);
 
-/// Parses `record --duration`, like `90s`, `10m`, `1h30m`: from 1s to
+/// Parses `record --duration`, like `90s`, `10m`, `1h30m`: from 100ms to
 /// [`MAX_RECORD_DURATION`].
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let shown = crate::sanitize::clean_capped(s, 40);
     let d = crate::config::units::parse_duration(s).map_err(|why| format!("`{shown}`: {why}"))?;
-    if d < Duration::from_secs(1) || d > MAX_RECORD_DURATION {
+    if d < Duration::from_millis(100) || d > MAX_RECORD_DURATION {
         return Err(format!(
-            "`{shown}` is out of range: from 1s to 366d (leave --duration out to record until stopped)"
+            "`{shown}` is out of range: from 100ms to 366d (leave --duration out to record until stopped)"
         ));
     }
     Ok(d)

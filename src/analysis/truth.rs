@@ -79,6 +79,10 @@ pub enum TruthError {
     },
     #[error("{path}: expects an OOM but has no oom_unix_ms")]
     NoOomTime { path: String },
+    #[error("{path}: {message}")]
+    Times { path: String, message: String },
+    #[error("{path}: larger than {} MiB: not a truth file", MAX_TRUTH_BYTES >> 20)]
+    TooLarge { path: String },
 }
 
 /// The largest truth file read (they are a few KiB).
@@ -92,13 +96,16 @@ impl Truth {
             source,
         };
         use std::io::Read;
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         std::fs::File::open(path)
             .map_err(io)?
-            .take(MAX_TRUTH_BYTES)
-            .read_to_string(&mut text)
+            .take(MAX_TRUTH_BYTES + 1)
+            .read_to_end(&mut bytes)
             .map_err(io)?;
-        let t: Truth = serde_json::from_str(&text).map_err(|e| TruthError::Malformed {
+        if bytes.len() as u64 > MAX_TRUTH_BYTES {
+            return Err(TruthError::TooLarge { path: shown });
+        }
+        let t: Truth = serde_json::from_slice(&bytes).map_err(|e| TruthError::Malformed {
             path: shown.clone(),
             line: e.line(),
             column: e.column(),
@@ -107,7 +114,40 @@ impl Truth {
         if t.expect == Expect::Oom && t.oom_unix_ms.is_none() {
             return Err(TruthError::NoOomTime { path: shown });
         }
+        t.times_in_order().map_err(|message| TruthError::Times {
+            path: shown,
+            message,
+        })?;
         Ok(t)
+    }
+
+    /// The start, the growth's start and the OOM in that order, and the
+    /// OOM within a day of the start (a workload runs minutes).
+    fn times_in_order(&self) -> Result<(), String> {
+        const DAY_MS: Millis = 86_400_000;
+        let start = self.start_unix_ms;
+        if let Some(g) = self.growth_start_unix_ms
+            && g < start
+        {
+            return Err(format!(
+                "growth_start_unix_ms {g} is before start_unix_ms {start}"
+            ));
+        }
+        if let Some(oom) = self.oom_unix_ms {
+            if oom < start || oom - start > DAY_MS {
+                return Err(format!(
+                    "oom_unix_ms {oom} is not within a day after start_unix_ms {start}"
+                ));
+            }
+            if let Some(g) = self.growth_start_unix_ms
+                && g > oom
+            {
+                return Err(format!(
+                    "growth_start_unix_ms {g} is after oom_unix_ms {oom}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The NVML index of the GPU the workload used: by UUID where the

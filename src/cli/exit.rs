@@ -45,7 +45,7 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
             use crate::record::RecordError as R;
             Some(match r {
                 R::Exists { .. } | R::NotARecording { .. } | R::Version { .. } => true,
-                R::Io { error, .. } => error.kind() == ErrorKind::NotFound,
+                R::Io { error, .. } => names_a_wrong_path(error.kind()),
                 _ => false,
             })
         } else if let Some(p) = c.downcast_ref::<crate::fleet::client::PromError>() {
@@ -55,7 +55,7 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         } else if let Some(t) = c.downcast_ref::<crate::tui::TuiError>() {
             Some(matches!(t, crate::tui::TuiError::NotATerminal(_)))
         } else if let Some(io) = c.downcast_ref::<std::io::Error>() {
-            Some(io.kind() == ErrorKind::NotFound)
+            Some(names_a_wrong_path(io.kind()))
         } else if c.is::<serde_json::Error>() {
             Some(false)
         } else {
@@ -66,6 +66,17 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         }
     }
     2
+}
+
+/// Whether an I/O error says a path given is wrong (missing, a directory
+/// where a file was asked for or the other way round, or already there):
+/// the user's to fix, not a failure at run time.
+fn names_a_wrong_path(kind: std::io::ErrorKind) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        kind,
+        K::NotFound | K::IsADirectory | K::NotADirectory | K::AlreadyExists
+    )
 }
 
 /// The error as one line for the terminal: each cause after the one

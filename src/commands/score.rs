@@ -50,10 +50,17 @@ fn score_file_checked(
     let t = Truth::read(truth)?;
     let system = rec.system();
     let Some(gpu) = t.gpu_in(&system) else {
+        let why = match t.device_uuid.as_deref() {
+            Some(u) => format!(
+                "device_uuid {} is no GPU of the recording, and there is no device",
+                crate::sanitize::clean_capped(u, 80)
+            ),
+            None => "says neither device nor device_uuid".to_owned(),
+        };
         bail!(
-            "{}: says neither device nor device_uuid, so its GPU in {} is unknown",
-            truth.display(),
-            recording.display()
+            "{}: {why}, so its GPU in {} is unknown",
+            crate::sanitize::clean(&truth.display().to_string()),
+            crate::sanitize::clean(&recording.display().to_string())
         );
     };
     if !system.gpus.iter().any(|g| g.index == gpu) {

@@ -12,8 +12,24 @@ pub(super) fn label<'a>(l: &'a Labels, k: &str) -> &'a str {
     l.get(k).map_or("", String::as_str)
 }
 
+/// Largest magnitude believed from Prometheus: nothing the fleet shows
+/// comes near it (bytes, bytes/s, seconds); a value past it is garbage
+/// (`1e308` showed as a 300-digit figure).
+const PLAUSIBLE: f64 = 1e15;
+
 fn finite(v: f64) -> Option<f64> {
-    v.is_finite().then_some(v)
+    (v.is_finite() && v.abs() <= PLAUSIBLE).then_some(v)
+}
+
+/// A percentage: unknown outside 0–1000 %.
+fn pct(v: f64) -> Option<f64> {
+    finite(v).filter(|x| (0.0..=1000.0).contains(x))
+}
+
+/// A count (GPUs, alerts): unknown values count 0 (`+Inf` GPUs showed as
+/// 4294967295).
+fn count(v: f64) -> u32 {
+    finite(v).map_or(0, |x| x.clamp(0.0, 1e6) as u32)
 }
 
 fn mib_bytes(v: f64) -> u64 {
@@ -124,13 +140,13 @@ pub fn assemble_hosts(
         if !h.instances.contains(&inst) {
             h.instances.push(inst);
         }
-        h.gpus = h.gpus.max(s.value.max(0.0) as u32);
+        h.gpus = h.gpus.max(count(s.value));
     }
     memory(&mut hosts, get(HostQuery::Memory));
     type Set = fn(&mut Host, f64);
     let figures: [(HostQuery, Set); 5] = [
-        (HostQuery::Fullest, |h, v| h.fullest_pct = finite(v)),
-        (HostQuery::Util, |h, v| h.max_util_pct = finite(v)),
+        (HostQuery::Fullest, |h, v| h.fullest_pct = pct(v)),
+        (HostQuery::Util, |h, v| h.max_util_pct = pct(v)),
         (HostQuery::Growth, |h, v| h.growth_bps = finite(v)),
         (HostQuery::FullIn, |h, v| h.full_in_s = finite(v)),
         (HostQuery::Vramwatch, |h, v| h.process_data = v > 0.0),
@@ -145,10 +161,10 @@ pub fn assemble_hosts(
     // Alerts by rule: every one counts, `leak` (one per process) is a leak.
     for s in get(HostQuery::Alerts) {
         if let Some(h) = hosts.get_mut(label(&s.labels, HOST)) {
-            let n = s.value.max(0.0) as u32;
-            h.alerts += n;
+            let n = count(s.value);
+            h.alerts = h.alerts.saturating_add(n);
             if label(&s.labels, "alert") == "leak" {
-                h.leaks += n;
+                h.leaks = h.leaks.saturating_add(n);
             }
         }
     }
@@ -284,7 +300,7 @@ pub fn assemble_procs(top: &[Sample], figures: &[Sample]) -> Vec<ProcRow> {
                 user: user.to_owned(),
                 command: command.to_owned(),
                 container: container.to_owned(),
-                mem_bytes: s.value.max(0.0) as u64,
+                mem_bytes: finite(s.value).map_or(0, |v| v.max(0.0) as u64),
                 growth_bps: growth.get(&key).copied().and_then(finite),
                 leak: leaks.contains(&key),
             }
@@ -345,7 +361,7 @@ pub fn assemble_detail(
             "DCGM_FI_DEV_FB_USED" => g.used_bytes = v.map(mib_bytes),
             "DCGM_FI_DEV_FB_FREE" => g.free_bytes = v.map(mib_bytes),
             "DCGM_FI_DEV_FB_RESERVED" => g.reserved_bytes = v.map(mib_bytes),
-            "DCGM_FI_DEV_GPU_UTIL" => g.util_pct = v,
+            "DCGM_FI_DEV_GPU_UTIL" => g.util_pct = v.and_then(pct),
             "DCGM_FI_DEV_GPU_TEMP" => g.temp_c = v,
             "DCGM_FI_DEV_POWER_USAGE" => g.power_w = v,
             "vramwatch_gpu_memory_growth_bytes_per_second" => g.growth_bps = v,

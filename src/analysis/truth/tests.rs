@@ -155,6 +155,34 @@ fn truth_files_are_read_and_checked() {
     std::fs::write(&p, "{\n  \"workload\": 5\n}").unwrap();
     let e = Truth::read(&p).unwrap_err().to_string();
     assert!(e.contains("line 2"), "{e}");
+    // Times out of order, or an OOM years away, are refused (they scored
+    // as "growth→OOM 213503961545d09h").
+    for (times, want) in [
+        (
+            r#""start_unix_ms":100,"oom_unix_ms":50"#,
+            "not within a day after",
+        ),
+        (
+            r#""start_unix_ms":1,"oom_unix_ms":18446744073709551615"#,
+            "not within a day after",
+        ),
+        (
+            r#""start_unix_ms":1,"growth_start_unix_ms":9,"oom_unix_ms":5"#,
+            "is after oom_unix_ms",
+        ),
+        (
+            r#""start_unix_ms":10,"growth_start_unix_ms":9,"oom_unix_ms":50"#,
+            "is before start_unix_ms",
+        ),
+    ] {
+        std::fs::write(&p, format!(r#"{{"workload":"w","expect":"oom",{times}}}"#)).unwrap();
+        let e = Truth::read(&p).unwrap_err().to_string();
+        assert!(e.contains(want), "{times}: {e}");
+    }
+    // Too large is said so (it was cut at 4 MiB and read as broken JSON).
+    std::fs::write(&p, format!("{{\"pad\":\"{}\"}}", "x".repeat(5 << 20))).unwrap();
+    let e = Truth::read(&p).unwrap_err().to_string();
+    assert!(e.contains("larger than 4 MiB"), "{e}");
 }
 
 #[test]

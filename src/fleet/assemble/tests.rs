@@ -358,3 +358,26 @@ fn prometheus_alerts_are_kept_for_fleet_hosts_only() {
         ]
     );
 }
+
+/// Values no exporter writes (`+Inf` GPUs, a percentage of 1e308) are
+/// unknown, not figures: a fuzzing pass saw "GPUS 4294967295" and a
+/// 300-digit percentage.
+#[test]
+fn implausible_values_are_unknown() {
+    let mut by = results();
+    by.insert(
+        HostQuery::Instances,
+        vec![s(&[(HOST, "a"), ("instance", "a:9400")], f64::INFINITY)],
+    );
+    by.insert(HostQuery::Fullest, vec![s(&[(HOST, "a")], 1e308)]);
+    by.insert(HostQuery::Util, vec![s(&[(HOST, "a")], -5.0)]);
+    by.insert(HostQuery::Growth, vec![s(&[(HOST, "a")], 1e300)]);
+    let hosts = assemble_hosts(&by, &last_good(), false);
+    let a = &hosts[0];
+    assert_eq!(a.name, "a");
+    assert_eq!(a.gpus, 0);
+    assert_eq!(
+        (a.fullest_pct, a.max_util_pct, a.growth_bps),
+        (None, None, None)
+    );
+}
