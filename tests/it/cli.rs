@@ -300,6 +300,19 @@ fn usage_and_config_errors_exit_2_with_a_reason() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("`nosuch` is not a subcommand"));
+    // A path of the wrong kind is the user's to fix, as a missing one is
+    // (these exited 1).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    for args in [
+        vec!["record", "--demo", "--duration", "1s", "-o", d, "--force"],
+        vec!["config", "init", d, "--force"],
+        vec!["man", "--dir", file.to_str().unwrap()],
+    ] {
+        vw().args(&args).assert().code(2);
+    }
 }
 
 #[test]
