@@ -348,7 +348,7 @@ fn thresholds_parse_in_every_documented_form() {
         ("-5%", "must not be negative"),
         ("5MB", "MB is ambiguous: use MiB"),
         ("1gb", "gb is ambiguous: use GiB"),
-        ("5 pct", "unknown unit \"pct\""),
+        ("5 pct", "unknown unit `pct`"),
         ("1.2.3", "no number"),
         ("0.0000001%", "too many digits"),
         ("99999999999TiB", "too large"),
