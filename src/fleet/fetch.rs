@@ -101,7 +101,7 @@ impl Fetcher {
                     by.insert(q, s);
                 }
                 Err(e) if ESSENTIAL.contains(&q) => return Err(e),
-                Err(e) => warnings.push(format!("{q:?}: {e}")),
+                Err(e) => warnings.push(format!("the {} query: {e}", q.what())),
             }
         }
         // Then, only for targets not up: when they last answered.

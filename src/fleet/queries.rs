@@ -50,6 +50,25 @@ pub enum HostQuery {
 }
 
 impl HostQuery {
+    /// What the query asks, for a warning that it failed.
+    pub fn what(self) -> &'static str {
+        match self {
+            HostQuery::Instances => "GPUs per target",
+            HostQuery::Memory => "memory",
+            HostQuery::Fullest => "fullest GPU",
+            HostQuery::Util => "busiest GPU",
+            HostQuery::Growth => "growth",
+            HostQuery::FullIn => "time to full",
+            HostQuery::Alerts => "alerts",
+            HostQuery::Vramwatch => "vramwatch targets",
+            HostQuery::Up => "up",
+            HostQuery::ScrapeAge => "scrape age",
+            HostQuery::Scrapes => "scrapes a minute",
+        }
+    }
+}
+
+impl HostQuery {
     pub const ALL: [HostQuery; 11] = [
         HostQuery::Instances,
         HostQuery::Memory,
@@ -77,6 +96,11 @@ pub struct Queries {
     shorthand: bool,
 }
 
+/// An option's value as an error quotes it: without controls, cut short.
+fn shown(s: &str) -> String {
+    crate::sanitize::clean_capped(s, 200)
+}
+
 /// Checks a selector (`{job="gpu"}` or `job="gpu"`) and returns its
 /// matchers without braces.
 pub fn matchers_of(selector: &str) -> Result<String, String> {
@@ -84,17 +108,19 @@ pub fn matchers_of(selector: &str) -> Result<String, String> {
     let inner = match (s.strip_prefix('{'), s.ends_with('}')) {
         (Some(rest), true) => &rest[..rest.len() - 1],
         (None, false) => s,
-        _ => return Err(format!("--selector {s:?}: unbalanced braces")),
+        _ => return Err(format!("--selector `{}`: unbalanced braces", shown(s))),
     };
     if inner.contains(['{', '}']) {
         return Err(format!(
-            "--selector {s:?}: give label matchers only, e.g. {{job=\"gpu\",cluster=\"a\"}}"
+            "--selector `{}`: give label matchers only, e.g. {{job=\"gpu\",cluster=\"a\"}}",
+            shown(s)
         ));
     }
     let inner = inner.trim().trim_end_matches(',').trim();
     if !inner.is_empty() && !inner.contains(['=', '~']) {
         return Err(format!(
-            "--selector {s:?}: not a label matcher; use e.g. {{job=\"gpu\"}}"
+            "--selector `{}`: not a label matcher; use e.g. {{job=\"gpu\"}}",
+            shown(s)
         ));
     }
     Ok(inner.to_owned())
@@ -131,7 +157,7 @@ impl Queries {
                 .enumerate()
                 .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
             if !ok || l.is_empty() {
-                return Err(format!("--host-label {l:?} is not a label name"));
+                return Err(format!("--host-label `{}` is not a label name", shown(l)));
             }
         }
         Ok(Queries {
