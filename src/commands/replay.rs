@@ -55,10 +55,21 @@ pub fn open_app(path: &Path, config: Config, me: String, theme: Option<Theme>) -
 /// The App over an opened recording.
 fn app_over(rec: Arc<Recording>, config: Config, me: String, theme: Option<Theme>) -> Result<App> {
     if rec.is_empty() {
-        anyhow::bail!(
-            "{}: the recording holds no snapshots",
-            crate::sanitize::clean(&rec.path().display().to_string())
-        );
+        let name = crate::sanitize::clean(&rec.path().display().to_string());
+        let d = rec.damage();
+        if d.is_empty() {
+            anyhow::bail!("{name}: the recording holds no snapshots");
+        }
+        // Say why: every snapshot line was damaged.
+        let first = d
+            .places
+            .first()
+            .map_or(String::new(), |p| format!(" (first: {p})"));
+        return Err(crate::cli::Failure(format!(
+            "{name}: the recording holds no readable snapshot: {}{first}",
+            d.summary()
+        ))
+        .into());
     }
     let system = rec.system();
     let interval = Some(std::time::Duration::from_millis(

@@ -698,3 +698,34 @@ fn an_output_that_is_the_input_is_refused() {
         assert_eq!(std::fs::read(&rec).unwrap(), before, "{args:?}");
     }
 }
+
+/// A recording whose every snapshot line is damaged says so when replayed,
+/// as `report` does (it said only "holds no snapshots", exit 2).
+#[test]
+fn replaying_only_damaged_snapshots_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("r.jsonl");
+    vw().args([
+        "record",
+        "--demo",
+        "--interval",
+        "200ms",
+        "--duration",
+        "1s",
+        "-o",
+    ])
+    .arg(&rec)
+    .assert()
+    .success();
+    let text = std::fs::read_to_string(&rec).unwrap().replace(
+        "{\"type\":\"snapshot\",",
+        "{\"type\":\"snapshot\",\"seq\":1,",
+    );
+    std::fs::write(&rec, text).unwrap();
+    vw().arg("replay")
+        .arg(&rec)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("holds no readable snapshot"))
+        .stderr(predicate::str::contains("duplicate field `seq`"));
+}
