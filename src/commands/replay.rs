@@ -54,8 +54,8 @@ pub fn open_app(path: &Path, config: Config, me: String, theme: Option<Theme>) -
 
 /// The App over an opened recording.
 fn app_over(rec: Arc<Recording>, config: Config, me: String, theme: Option<Theme>) -> Result<App> {
+    let name = crate::sanitize::clean(&rec.path().display().to_string());
     if rec.is_empty() {
-        let name = crate::sanitize::clean(&rec.path().display().to_string());
         let d = rec.damage();
         if d.is_empty() {
             anyhow::bail!("{name}: the recording holds no snapshots");
@@ -77,7 +77,6 @@ fn app_over(rec: Arc<Recording>, config: Config, me: String, theme: Option<Theme
     ));
     let config = config.with_interval(interval);
     let warnings: Vec<String> = rec.warnings();
-    let name = crate::sanitize::clean(&rec.path().display().to_string());
     let mut settings = Settings::new(config, system, me);
     settings.read_only = true;
     if let Some(t) = theme {

@@ -49,8 +49,7 @@ impl GpuMatch {
         }
         let bad = || {
             format!(
-                "--match-gpu `{}`: expected auto, index, model, or pairs of GPU indices NEW=BASELINE such as 0=1 or 0=1,1=0",
-                super::shown_arg(s)
+                "--match-gpu `{s}`: expected auto, index, model, or pairs of GPU indices NEW=BASELINE such as 0=1 or 0=1,1=0"
             )
         };
         let mut pairs: Vec<(u32, u32)> = Vec::new();
@@ -60,8 +59,7 @@ impl GpuMatch {
             let b: u32 = b.trim().parse().map_err(|_| bad())?;
             if pairs.iter().any(|&(x, y)| x == a || y == b) {
                 return Err(format!(
-                    "--match-gpu `{}`: each GPU may be named once on each side",
-                    super::shown_arg(s)
+                    "--match-gpu `{s}`: each GPU may be named once on each side"
                 ));
             }
             pairs.push((a, b));

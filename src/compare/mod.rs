@@ -60,10 +60,7 @@ impl Metric {
             "peak" => Ok(Metric::Peak),
             "mean" => Ok(Metric::Mean),
             "p95" => Ok(Metric::P95),
-            _ => Err(format!(
-                "--metric `{}`: expected peak, mean or p95",
-                shown_arg(s)
-            )),
+            _ => Err(format!("--metric `{s}`: expected peak, mean or p95")),
         }
     }
 
@@ -95,10 +92,7 @@ impl Align {
         match s {
             "start" => Ok(Align::Start),
             "wall" => Ok(Align::Wall),
-            _ => Err(format!(
-                "--align `{}`: expected start or wall",
-                shown_arg(s)
-            )),
+            _ => Err(format!("--align `{s}`: expected start or wall")),
         }
     }
 }
@@ -145,12 +139,7 @@ const THRESHOLD_FORMS: &str =
 /// not matter; up to 6 decimals).
 pub(crate) fn parse_threshold(s: &str) -> Result<Threshold, String> {
     let t = s.trim();
-    let bad = |why: &str| {
-        format!(
-            "--fail-above `{}`: {why}; expected {THRESHOLD_FORMS}",
-            shown_arg(s)
-        )
-    };
+    let bad = |why: &str| format!("--fail-above `{s}`: {why}; expected {THRESHOLD_FORMS}");
     if t.starts_with('-') {
         return Err(bad("must not be negative"));
     }
@@ -184,7 +173,7 @@ pub(crate) fn parse_threshold(s: &str) -> Result<Threshold, String> {
                 &unit[..1].to_ascii_uppercase()
             )));
         }
-        _ => return Err(bad(&format!("unknown unit `{}`", shown_arg(unit)))),
+        _ => return Err(bad(&format!("unknown unit `{unit}`"))),
     };
     let bytes = u128::from(num) * u128::from(scale) / u128::from(den);
     u64::try_from(bytes)
@@ -308,11 +297,6 @@ pub(crate) struct Read {
     pub(crate) warnings: Vec<String>,
     /// Damage: the comparison covers the rest, then exits 1.
     pub(crate) incomplete: Option<RecordError>,
-}
-
-/// An argument as an error message quotes it: without controls, cut short.
-fn shown_arg(s: &str) -> String {
-    crate::sanitize::clean_capped(s, 80)
 }
 
 /// Compares the recordings `opts` names: writes the table (or JSON) to

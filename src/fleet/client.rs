@@ -172,7 +172,7 @@ pub struct Client {
 /// `url` checked: http or https, a host, no credentials in it, no query.
 /// Returns the base without a trailing slash.
 pub fn parse_base(url: &str) -> Result<String, PromError> {
-    let shown = crate::sanitize::clean_capped(&redact(url), 200);
+    let shown = redact(url);
     let bad = |why: &str| PromError::Config(format!("--prometheus `{shown}`: {why}"));
     let uri: Uri = url
         .trim()

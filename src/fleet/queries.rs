@@ -96,11 +96,6 @@ pub struct Queries {
     shorthand: bool,
 }
 
-/// An option's value as an error quotes it: without controls, cut short.
-fn shown(s: &str) -> String {
-    crate::sanitize::clean_capped(s, 200)
-}
-
 /// Checks a selector (`{job="gpu"}` or `job="gpu"`) and returns its
 /// matchers without braces.
 pub fn matchers_of(selector: &str) -> Result<String, String> {
@@ -108,19 +103,17 @@ pub fn matchers_of(selector: &str) -> Result<String, String> {
     let inner = match (s.strip_prefix('{'), s.ends_with('}')) {
         (Some(rest), true) => &rest[..rest.len() - 1],
         (None, false) => s,
-        _ => return Err(format!("--selector `{}`: unbalanced braces", shown(s))),
+        _ => return Err(format!("--selector `{s}`: unbalanced braces")),
     };
     if inner.contains(['{', '}']) {
         return Err(format!(
-            "--selector `{}`: give label matchers only, e.g. {{job=\"gpu\",cluster=\"a\"}}",
-            shown(s)
+            "--selector `{s}`: give label matchers only, e.g. {{job=\"gpu\",cluster=\"a\"}}"
         ));
     }
     let inner = inner.trim().trim_end_matches(',').trim();
     if !inner.is_empty() && !inner.contains(['=', '~']) {
         return Err(format!(
-            "--selector `{}`: not a label matcher; use e.g. {{job=\"gpu\"}}",
-            shown(s)
+            "--selector `{s}`: not a label matcher; use e.g. {{job=\"gpu\"}}"
         ));
     }
     Ok(inner.to_owned())
@@ -157,7 +150,7 @@ impl Queries {
                 .enumerate()
                 .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
             if !ok || l.is_empty() {
-                return Err(format!("--host-label `{}` is not a label name", shown(l)));
+                return Err(format!("--host-label `{l}` is not a label name"));
             }
         }
         Ok(Queries {

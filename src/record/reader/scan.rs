@@ -7,7 +7,6 @@ use std::collections::HashMap;
 
 use super::check::{Kind, Tally, classify, cut_off};
 use super::frames::Origin;
-use super::stream::crowded;
 use super::text::{Lines, Step, Text, stopped};
 use super::{Block, ProcLine, RecordedEvent, Recording};
 use crate::model::Millis;
@@ -171,8 +170,13 @@ impl Build {
                 self.gap = (0, 0);
             }
             Kind::Process if self.gap.0 >= MAX_SNAPSHOT_PROCS => {
-                self.tally
-                    .bad_line(no, crowded("process", MAX_SNAPSHOT_PROCS));
+                self.tally.bad_line(
+                    no,
+                    format::LineError::Crowded {
+                        what: "process",
+                        max: MAX_SNAPSHOT_PROCS,
+                    },
+                );
             }
             Kind::Process => match format::read_process(text) {
                 Ok(p) => {
@@ -182,8 +186,13 @@ impl Build {
                 Err(e) => self.tally.bad_line(no, e),
             },
             Kind::Event if self.gap.1 >= MAX_SNAPSHOT_EVENTS => {
-                self.tally
-                    .bad_line(no, crowded("event", MAX_SNAPSHOT_EVENTS));
+                self.tally.bad_line(
+                    no,
+                    format::LineError::Crowded {
+                        what: "event",
+                        max: MAX_SNAPSHOT_EVENTS,
+                    },
+                );
             }
             Kind::Event => match format::read_event_seq(text) {
                 Ok((seq, event)) => {

@@ -205,8 +205,13 @@ impl Reader {
             // A hostile file's flood of lines between two snapshots is
             // skipped as damage, not kept.
             LineType::Process if self.new_procs >= MAX_SNAPSHOT_PROCS => {
-                self.tally
-                    .bad_line(no, crowded("process", MAX_SNAPSHOT_PROCS));
+                self.tally.bad_line(
+                    no,
+                    LineError::Crowded {
+                        what: "process",
+                        max: MAX_SNAPSHOT_PROCS,
+                    },
+                );
             }
             LineType::Process => match format::read_process(text) {
                 Ok(p) => {
@@ -221,8 +226,13 @@ impl Reader {
                         && seq.is_none_or(|s| s == p.seq)
                     {
                         if p.events.len() >= MAX_SNAPSHOT_EVENTS {
-                            self.tally
-                                .bad_line(no, crowded("event", MAX_SNAPSHOT_EVENTS));
+                            self.tally.bad_line(
+                                no,
+                                LineError::Crowded {
+                                    what: "event",
+                                    max: MAX_SNAPSHOT_EVENTS,
+                                },
+                            );
                         } else {
                             p.events.push(e);
                         }
@@ -276,9 +286,4 @@ impl Iterator for Reader {
         }
         self.error.take().map(Err)
     }
-}
-
-/// The damage of a line past a snapshot's limit of `what` lines.
-pub(super) fn crowded(what: &'static str, max: usize) -> LineError {
-    LineError::Crowded { what, max }
 }
