@@ -414,11 +414,13 @@ impl Analyzer {
                 None => (None, Default::default()),
             };
             let at_risk = outlook.at_risk_pct.is_some();
-            // A forecast at risk stays over one sample that gives none: a
-            // saturated GPU's candidates come and go from one to the next.
+            // A forecast shown at risk is carried while the GPU stays at
+            // risk and its latest end is ahead, from now
+            // (`Forecast::carried_at_risk`).
             let held =
                 tr.a.forecast
-                    .filter(|p| at_risk && p.holds_over(t, cfg.interval));
+                    .filter(|_| at_risk)
+                    .and_then(|p| p.carried_at_risk(t, cfg.interval));
             let forecast = forecast.or(held);
             tr.a.forecast = forecast;
             if forecast.is_some() {

@@ -79,15 +79,33 @@ impl Forecast {
         t_ms >= lo && hi.is_none_or(|h| t_ms <= h)
     }
 
-    /// Whether this forecast, made at most one and a half `interval`s
-    /// before `t_ms` and with its latest end still ahead, may stand in for
-    /// a sample that gives none (a saturated GPU's candidates come and go
-    /// from one sample to the next: seen on corpus `ninth/02`, shown, gone,
-    /// shown). Its times still count from when it was made.
-    pub fn holds_over(&self, t_ms: Millis, interval: std::time::Duration) -> bool {
-        let one_and_a_half = interval.as_millis() as u64 * 3 / 2;
-        let ended = self.range_ms().1.is_some_and(|h| h <= t_ms);
-        t_ms.saturating_sub(self.made_ms) <= one_and_a_half && !ended
+    /// This forecast, shown on a GPU that is still at risk, carried to a
+    /// sample `t_ms` that gives none: at risk the next larger allocation
+    /// may fail at once, so its earliest end is now, and its latest end
+    /// stays where it was; its central estimate keeps its moment. A
+    /// saturated GPU's candidates come and go ("no new high", "saturated",
+    /// "one step": seen on corpus `ninth/02`, shown, gone, shown), and one
+    /// made before an evaluation pass's spike put the GPU at risk says how
+    /// long the growth can go on at most (`tenth/01`, `eleventh/01`).
+    /// `None` once that latest end has passed. An open-ended forecast
+    /// (growth may stop) is carried over one sample only (at most one and
+    /// a half `interval`s after it was made), as it was.
+    pub fn carried_at_risk(&self, t_ms: Millis, interval: std::time::Duration) -> Option<Forecast> {
+        let Some(high) = self.range_ms().1 else {
+            let one_and_a_half = interval.as_millis() as u64 * 3 / 2;
+            return (t_ms.saturating_sub(self.made_ms) <= one_and_a_half).then_some(*self);
+        };
+        if high <= t_ms {
+            return None;
+        }
+        let secs = |at: Millis| at.saturating_sub(t_ms) as f64 / 1000.0;
+        Some(Forecast {
+            made_ms: t_ms.max(self.made_ms),
+            eta_s: secs(self.full_at_ms()),
+            low_s: 0.0,
+            high_s: Some(secs(high)),
+            ..*self
+        })
     }
 
     /// "~2m10s (1m50s–2m40s)"; "~2m10s (1m50s–?)" when open-ended.
@@ -287,28 +305,37 @@ mod tests {
     }
 
     #[test]
-    fn a_forecast_holds_over_one_sample_until_its_latest_end() {
+    fn a_forecast_at_risk_is_carried_from_now_until_its_latest_end() {
         let second = std::time::Duration::from_secs(1);
         let f = forecast(1_000_000, Room::flat(3 << 30), Rate::exact(GIB), GIB, 1.0).unwrap();
         assert_eq!(f.range_ms(), (1_002_000, Some(1_004_000)));
-        assert!(f.holds_over(1_001_000, second));
-        assert!(f.holds_over(1_001_500, second), "a late sample");
-        assert!(!f.holds_over(1_001_501, second), "two samples: not held");
+        assert_eq!(f.full_at_ms(), 1_003_000);
+        let c = f.carried_at_risk(1_002_500, second).unwrap();
+        assert_eq!(c.made_ms, 1_002_500);
+        assert_eq!(c.range_ms(), (1_002_500, Some(1_004_000)), "from now");
+        assert_eq!(c.full_at_ms(), 1_003_000, "the central moment kept");
+        assert_eq!(c.rate, f.rate);
+        let c = f.carried_at_risk(1_003_500, second).unwrap();
+        assert_eq!(c.full_at_ms(), 1_003_500, "a central moment passed is now");
+        assert_eq!(c.label(), "~0s (0s–1s)");
         assert!(
-            f.holds_over(1_002_000, 2 * second),
-            "counted in the interval given"
-        );
-        let soon = Forecast {
-            high_s: Some(0.8),
-            ..f
-        };
-        assert!(
-            !soon.holds_over(1_001_000, second),
+            f.carried_at_risk(1_004_000, second).is_none(),
             "its latest end has passed"
         );
         let open = Forecast { high_s: None, ..f };
-        assert!(open.holds_over(1_001_000, second));
-        assert!(!open.holds_over(1_002_000, second));
+        assert_eq!(
+            open.carried_at_risk(1_001_500, second),
+            Some(open),
+            "one late sample"
+        );
+        assert!(
+            open.carried_at_risk(1_001_501, second).is_none(),
+            "two samples: not carried"
+        );
+        assert!(
+            open.carried_at_risk(1_002_000, 2 * second).is_some(),
+            "counted in the interval given"
+        );
     }
 
     #[test]

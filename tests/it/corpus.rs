@@ -96,12 +96,14 @@ fn the_fast_corpus_scores_at_least_as_it_did() {
 /// python/workloads/vision_*.py). The forecast held none of its
 /// checkpoints (docs/analysis.md); this keeps what did hold from getting
 /// worse: the steady run never alarms and two checkpoints show the GPU at
-/// risk.
+/// risk. Since a forecast shown at risk is carried from now to its latest
+/// end (2026-12-05, fourteenth session), those two T−10 s hold ("41s (0s–1m07s)":
+/// its central moment is a linear growth's, its latest end holds).
 #[test]
 fn the_corpus_recorded_after_tuning_scores_at_least_as_it_did() {
     let s = Summary::of(&corpus("after"));
     assert_eq!((s.runs, s.oom_runs), (5, 4), "{s:?}");
-    assert!(s.held + s.at_risk_only >= 2, "{s:?}");
+    assert!(s.held >= 2, "{s:?}");
     assert_eq!(s.false_alarm_runs, 0, "{s:?}");
 }
 
@@ -259,9 +261,11 @@ fn the_corpus_held_out_from_every_change_scores_at_least_as_it_did() {
 /// cache at τ 15 s, `healthy_train` ×1.5 and `weights_load` ×1.2 stayed
 /// silent); leak flags 19–20 s after the growth began, `eval_spike/cached`
 /// and `fragment/default` ×1.2 (5 s from growth to OOM) never flagged.
+/// 7 of 8 since a forecast shown at risk is carried to its latest end
+/// (`eval_spike/cached`'s T−10 s: "0s (0s–19s)").
 #[test]
 fn the_corpus_held_out_from_the_at_risk_hold_scores_at_least_as_it_did() {
-    let s = scored_set("tenth", (8, 5, 8), 6, 20.5, 0, &[]);
+    let s = scored_set("tenth", (8, 5, 8), 7, 20.5, 0, &[]);
     assert!(s.shown_by_30 >= 4, "{s:?}");
 }
 
@@ -273,17 +277,19 @@ fn the_corpus_held_out_from_the_at_risk_hold_scores_at_least_as_it_did() {
 /// 3 (the KV cache at τ 30 s, leak flag and forecast; `healthy_train`
 /// ×0.8, a forecast for its slow warm-up, as ×0.9 on `seventh/`); leak
 /// flags 20–44 s after the growth began, three OOM runs never flagged.
+/// 7 of 9 since a forecast shown at risk is carried to its latest end
+/// (`eval_spike/cached`'s T−10 s, at risk before: "2s (0s–15s)").
 #[test]
 fn the_corpus_held_out_from_the_eleventh_session_scores_at_least_as_it_did() {
     let s = scored_set(
         "eleventh",
         (8, 5, 9),
-        6,
+        7,
         44.5,
         2,
         &["kv_plateau", "healthy_train"],
     );
-    assert!(s.shown_by_30 >= 2 && s.at_risk_only >= 2, "{s:?}");
+    assert!(s.shown_by_30 >= 2 && s.held + s.at_risk_only >= 8, "{s:?}");
 }
 
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
@@ -399,13 +405,15 @@ fn once_the_growth_has_run_fifteen_seconds_the_forecast_holds() {
     assert!(held >= 47, "{held} of {n}");
 }
 
-/// A forecast that comes and goes from one sample to the next (`tenth/01`:
-/// shown at 03:41:38, gone, shown at :46 and at :50 on a saturated GPU) is
-/// one episode: one "forecast first shown" note, not one each time.
+/// A forecast that comes and goes within a minute is one episode: one
+/// "forecast first shown" note, not one each time. `fifth/02`, a KV cache
+/// at τ 60 s, is shown three times as its fill's rate wavers (`tenth/01`,
+/// shown three times on a saturated GPU, was this test's recording until
+/// a forecast at risk was carried to its latest end: it is shown once).
 #[test]
 fn a_forecast_that_comes_back_soon_is_noted_once() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/corpus/tenth/01-gpu0-eval_spike-cached-s0.9-seed13.jsonl.zst");
+        .join("tests/fixtures/corpus/fifth/02-gpu0-kv_plateau-tau60-seed8.jsonl.zst");
     let rec = vramwatch::record::Recording::open(&path).expect("opens");
     let snaps = rec.iter().map(|s| s.expect("reads"));
     let all = vramwatch::pipeline::analyse_all(&AnalysisConfig::default(), snaps);
