@@ -82,7 +82,9 @@ impl Forecast {
     /// This forecast, shown on a GPU that is still at risk, carried to a
     /// sample `t_ms` that gives none: at risk the next larger allocation
     /// may fail at once, so its earliest end is now, and its latest end
-    /// stays where it was; its central estimate keeps its moment. A
+    /// stays where it was; its central estimate keeps its moment until
+    /// that has passed, and is then halfway to the latest end (a "~0s"
+    /// that stood for tens of seconds read as "now", which it is not). A
     /// saturated GPU's candidates come and go ("no new high", "saturated",
     /// "one step": seen on corpus `ninth/02`, shown, gone, shown), and one
     /// made before an evaluation pass's spike put the GPU at risk says how
@@ -99,9 +101,14 @@ impl Forecast {
             return None;
         }
         let secs = |at: Millis| at.saturating_sub(t_ms) as f64 / 1000.0;
+        let central = secs(self.full_at_ms());
         Some(Forecast {
             made_ms: t_ms.max(self.made_ms),
-            eta_s: secs(self.full_at_ms()),
+            eta_s: if central > 0.0 {
+                central
+            } else {
+                secs(high) / 2.0
+            },
             low_s: 0.0,
             high_s: Some(secs(high)),
             ..*self
@@ -315,9 +322,13 @@ mod tests {
         assert_eq!(c.range_ms(), (1_002_500, Some(1_004_000)), "from now");
         assert_eq!(c.full_at_ms(), 1_003_000, "the central moment kept");
         assert_eq!(c.rate, f.rate);
-        let c = f.carried_at_risk(1_003_500, second).unwrap();
-        assert_eq!(c.full_at_ms(), 1_003_500, "a central moment passed is now");
-        assert_eq!(c.label(), "~0s (0s–1s)");
+        let c = f.carried_at_risk(1_003_000, second).unwrap();
+        assert_eq!(
+            c.full_at_ms(),
+            1_003_500,
+            "a central moment passed: halfway"
+        );
+        assert_eq!(c.label(), "~1s (0s–1s)");
         assert!(
             f.carried_at_risk(1_004_000, second).is_none(),
             "its latest end has passed"

@@ -262,7 +262,7 @@ fn the_corpus_held_out_from_every_change_scores_at_least_as_it_did() {
 /// silent); leak flags 19–20 s after the growth began, `eval_spike/cached`
 /// and `fragment/default` ×1.2 (5 s from growth to OOM) never flagged.
 /// 7 of 8 since a forecast shown at risk is carried to its latest end
-/// (`eval_spike/cached`'s T−10 s: "0s (0s–19s)").
+/// (`eval_spike/cached`'s T−10 s: "9s (0s–19s)").
 #[test]
 fn the_corpus_held_out_from_the_at_risk_hold_scores_at_least_as_it_did() {
     let s = scored_set("tenth", (8, 5, 8), 7, 20.5, 0, &[]);
@@ -290,6 +290,28 @@ fn the_corpus_held_out_from_the_eleventh_session_scores_at_least_as_it_did() {
         &["kv_plateau", "healthy_train"],
     );
     assert!(s.shown_by_30 >= 2 && s.held + s.at_risk_only >= 8, "{s:?}");
+}
+
+/// Held out from every analysis change up to the fourteenth session's
+/// (plans/twelfth.plan, seed 15, written on 2026-12-05 07:00 UTC; recorded
+/// on one H200 at 12:51 UTC) and scored once, with the code before and
+/// after that session's at-risk carry (the same): 5 of 9 held (5 of 5
+/// where the growth had run 15 s or more; the four misses are T−30 s, 7–8
+/// s into growth), 1 more at risk, shown by T−30 s on 1 of 4; false alarms
+/// on 2 of 3 (`healthy_train` ×0.7, a forecast for its slow warm-up, as
+/// ×0.8 and ×0.9 before; the KV cache at τ 40 s, forecast and leak flag);
+/// leak flags 16–25 s after the growth began, two OOM runs never flagged.
+#[test]
+fn the_corpus_held_out_from_the_fourteenth_session_scores_at_least_as_it_did() {
+    let s = scored_set(
+        "twelfth",
+        (8, 5, 9),
+        5,
+        25.5,
+        2,
+        &["kv_plateau", "healthy_train"],
+    );
+    assert!(s.shown_by_30 >= 1 && s.settled_held >= 5, "{s:?}");
 }
 
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
