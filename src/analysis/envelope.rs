@@ -116,8 +116,8 @@ impl Default for EnvelopeParams {
         EnvelopeParams {
             window: Duration::from_secs(120),
             shift_frac: 0.10,
-            min_regime: Duration::from_secs(4),
-            min_points: 6,
+            min_regime: Duration::from_secs(3),
+            min_points: 4,
             min_rate: 1024.0 * 1024.0,
             max_fill: 0.015,
             hold: Duration::from_secs(3),
@@ -180,6 +180,9 @@ struct Regime {
     shown: bool,
     /// When a forecast was last shown.
     last_shown: Option<Millis>,
+    /// The forecast shown at the last sample, if one was: it stands over
+    /// one sample that gives none (see [`Envelope::observe`]).
+    carry: Option<Forecast>,
     /// Whether `used` is still reaching new highs.
     rises: Rises,
 }
@@ -292,6 +295,7 @@ impl Envelope {
             };
         }
         let mut levels_at = None;
+        let one_step = matches!(candidate, Err(Refusal::OneStep));
         let candidate = match candidate {
             Ok(f) => {
                 self.why = "";
@@ -310,8 +314,24 @@ impl Envelope {
                 self.why = why;
                 None
             }
+            Err(Refusal::OneStep) => {
+                self.why = "one step";
+                None
+            }
         };
+        let before = self.regime.carry.take();
         let mut forecast = self.hold(candidate, at_risk_pct.is_some(), p);
+        if forecast.is_some() {
+            self.regime.carry = forecast;
+        } else if one_step {
+            // A sample refused as one step between shown ones (a reading
+            // caught at a sawtooth's top is a step until the next one
+            // comes back down): the forecast shown at the last sample
+            // stands, its times counting from when it was made, unless its
+            // latest end has passed. For one sample: the next refused one
+            // withdraws it.
+            forecast = before.filter(|f| f.range_ms().1.is_none_or(|h| h > t_ms));
+        }
         // The shift's own sample: a transient or a new level, it cannot
         // tell yet; the forecast shown before stays until the next one.
         forecast = forecast.or(self.shown_while_shifting(t_ms));
@@ -436,7 +456,7 @@ impl Envelope {
             ..rate
         };
         if rate.low <= 0.0 {
-            return Err(Refusal::Because("one step"));
+            return Err(Refusal::OneStep);
         }
         // What `used` can reach: everything but the driver's reserve.
         let usable = total - m.reserved as f64;
@@ -467,66 +487,6 @@ impl Envelope {
             high_s: Some(high_s.max(eta_s)),
         })
     }
-
-    /// Shows `candidate` once candidates have agreed for `hold`; once
-    /// shown, it stays for as long as there are candidates (a forecast
-    /// reaching "now" predicts a moment that moves with the clock, and
-    /// must not vanish for it).
-    ///
-    /// On a GPU at risk (`at_risk`) a candidate is shown at once: the hold
-    /// keeps a GPU with room from crying wolf over a fill, and one whose
-    /// readings have peaked near the top has no room to wait with.
-    fn hold(
-        &mut self,
-        candidate: Option<Forecast>,
-        at_risk: bool,
-        p: &EnvelopeParams,
-    ) -> Option<Forecast> {
-        let Some(f) = candidate else {
-            self.regime.held.clear();
-            self.regime.shown = false;
-            return None;
-        };
-        // A forecast that went away for less than `hold` (the baseline
-        // touched the top for a sample or two, a cache release) comes back
-        // at once: it was steady, and it is not flicker to show it again.
-        let hold = p.hold.as_millis() as u64;
-        if self.regime.shown
-            || at_risk
-            || self
-                .regime
-                .last_shown
-                .is_some_and(|l| f.made_ms.saturating_sub(l) <= hold)
-        {
-            self.regime.shown = true;
-            self.regime.last_shown = Some(f.made_ms);
-            return Some(f);
-        }
-        let now = Held::of(&f);
-        let t = now.made;
-        self.regime.held.push_back(now);
-        // Keep one candidate at least `hold` old, and the ones since.
-        while self.regime.held.len() > 1 && t.saturating_sub(self.regime.held[1].made) >= hold {
-            self.regime.held.pop_front();
-        }
-        let t0 = self.regime.held.front()?.made;
-        if t.saturating_sub(t0) < hold {
-            self.why = "holding";
-            return None;
-        }
-        let steady = self
-            .regime
-            .held
-            .iter()
-            .all(|h| h.agrees(&now, p.max_slip, p.max_slip_rel));
-        self.regime.shown = steady;
-        if steady {
-            self.regime.last_shown = Some(t);
-        } else {
-            self.why = "unsteady";
-        }
-        steady.then_some(f)
-    }
 }
 
 /// Why a sample gave no candidate forecast.
@@ -534,6 +494,10 @@ impl Envelope {
 enum Refusal {
     /// A diagnostic for traces ("young regime", "fill", ...).
     Because(&'static str),
+    /// The rate's range, widened by one stair over the span, reaches zero:
+    /// the growth may be a single step (or the newest reading, caught at a
+    /// sawtooth's top, is one until the next comes back down).
+    OneStep,
     /// A fill slowing down: the older and newer halves' rates of the span
     /// judged (the regime's last three quarters, `span_s` long), from which
     /// [`Envelope::levelling`] says where it levels off.
@@ -544,41 +508,14 @@ enum Refusal {
     },
 }
 
-/// A candidate as [`Envelope::hold`] remembers it: when it was made and
-/// the moment it predicted (unix ms).
-#[derive(Clone, Copy, Debug)]
-struct Held {
-    made: Millis,
-    full: f64,
-}
-
-impl Held {
-    fn of(f: &Forecast) -> Held {
-        Held {
-            made: f.made_ms,
-            full: f.full_at_ms() as f64,
-        }
-    }
-
-    /// Whether `now`, made later, agrees with this one: the moment moved by
-    /// at most `max_slip` seconds per second, a second, and `rel` of the
-    /// time still to go (an extrapolation's moment scatters in proportion
-    /// to how far it reaches: a sawtooth's next peak moves a moment 20 s
-    /// away by a second or two, and that is agreement; a fill speeding up
-    /// or levelling off moves it by much more).
-    fn agrees(&self, now: &Held, max_slip: f64, rel: f64) -> bool {
-        let ahead = (now.full - now.made as f64).max(0.0);
-        let allowed = max_slip * now.made.saturating_sub(self.made) as f64 + 1000.0 + rel * ahead;
-        (now.full - self.full).abs() <= allowed
-    }
-}
-
 mod decel;
 mod fit;
+mod hold;
 mod rises;
 #[cfg(test)]
 mod tests;
 mod transient;
 
 use fit::{persistent_step, theil_sen};
+use hold::Held;
 pub(crate) use rises::{Confirm, Rises};

@@ -301,17 +301,36 @@ fn the_corpus_held_out_from_the_eleventh_session_scores_at_least_as_it_did() {
 /// on 2 of 3 (`healthy_train` ×0.7, a forecast for its slow warm-up, as
 /// ×0.8 and ×0.9 before; the KV cache at τ 40 s, forecast and leak flag);
 /// leak flags 16–25 s after the growth began, two OOM runs never flagged.
+/// Traced after it was scored; a forecast from a 3 s regime of 4 readings
+/// (it was 4 s and 6) holds its three T−30 s: 8 of 9, shown by T−30 s on
+/// 3 of 4 — tuned on since.
 #[test]
 fn the_corpus_held_out_from_the_fourteenth_session_scores_at_least_as_it_did() {
     let s = scored_set(
         "twelfth",
         (8, 5, 9),
-        5,
+        8,
         25.5,
         2,
         &["kv_plateau", "healthy_train"],
     );
-    assert!(s.shown_by_30 >= 1 && s.settled_held >= 5, "{s:?}");
+    assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
+}
+
+/// Held out from the fourteenth session's changes (plans/thirteenth.plan,
+/// seed 16, written on 2026-12-05 12:20 UTC before any of them; recorded
+/// on one H200 at 13:00 UTC) and scored once with the at-risk carry and
+/// once with the younger regime, after each was final: 6 of 7 held both
+/// times (5 of 5 where the growth had run 15 s or more; `vision_leak`
+/// ×1.3's T−10 s missed, 18 s from growth to OOM), shown by T−30 s on 3 of
+/// 3; false alarms on 2 of 4, both KV caches (τ 55 s: forecast and leak
+/// flag 19 s into its fill; τ 22 s: leak flag at 30 s); `healthy_train`
+/// ×0.85 and `weights_load` ×0.8 silent; leak flags 19–25 s after the
+/// growth began, `vision_leak` never flagged.
+#[test]
+fn the_corpus_held_out_from_the_younger_regime_scores_at_least_as_it_did() {
+    let s = scored_set("thirteenth", (8, 4, 7), 6, 25.5, 2, &["kv_plateau"]);
+    assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
 }
 
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),

@@ -59,7 +59,10 @@ fn a_reading_at_a_tooths_top_does_not_hide_the_growth() {
     // GiB (full at 80 s): the fast lane sees each tooth reach 10 GiB above
     // the base, and one 1 Hz reading (at 8 s) lands on a top. That reading
     // is not a high the growth must pass before it counts, nor growth
-    // that slowed down after it (docs/analysis.md, "Fifth round").
+    // that slowed down after it (docs/analysis.md, "Fifth round"); and
+    // since a forecast is made from a 3 s regime, the reading comes after
+    // one is shown: it is a step for that sample ("one step"), over which
+    // the forecast shown stands (fourteenth session).
     let f = |s: u64| {
         let base = 100.0 * GIB + 0.5 * GIB * s as f64;
         let u = if s == 8 { base + 7.5 * GIB } else { base };
