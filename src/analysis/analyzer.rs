@@ -408,18 +408,19 @@ impl Analyzer {
                         tr.demand_envelope.restart();
                     }
                     let latest = steady_latest(&mut tr.demand_latest, t, latest, cfg.envelope.hold);
-                    let driver = o.forecast.map(|f| latest_from_demand(f, latest));
+                    let driver = o.forecast.map(|f| latest_from_demand(f, latest, t));
                     (demand.or(driver), o)
                 }
                 None => (None, Default::default()),
             };
             let at_risk = outlook.at_risk_pct.is_some();
-            // A forecast shown at risk is carried while the GPU stays at
-            // risk and its latest end is ahead, from now
-            // (`Forecast::carried_at_risk`).
+            // The forecast shown at the last sample is carried while the
+            // GPU is at risk and gives none, from now to its latest end
+            // (`Forecast::carried_at_risk`); not over a level shift (the
+            // regime too young for a rate: an OOM's process gone).
             let held =
                 tr.a.forecast
-                    .filter(|_| at_risk)
+                    .filter(|_| at_risk && outlook.rate.is_some())
                     .and_then(|p| p.carried_at_risk(t, cfg.interval));
             let forecast = forecast.or(held);
             tr.a.forecast = forecast;

@@ -135,9 +135,12 @@ pub(crate) fn steady_latest(
 /// allocator then frees its cache and retries, and the job runs out when
 /// its tensors no longer fit — in `grad_accum` (corpus `fresh/04`) 12 s
 /// after the driver's figure first touched the top.
-pub(crate) fn latest_from_demand(f: Forecast, latest: Option<f64>) -> Forecast {
+pub(crate) fn latest_from_demand(f: Forecast, latest: Option<f64>, t: Millis) -> Forecast {
+    // `latest` counts from `t`; the forecast's times from when it was made
+    // (a sample or two earlier when it stands over one that gave none).
+    let since = t.saturating_sub(f.made_ms) as f64 / 1000.0;
     Forecast {
-        high_s: f.high_s.map(|h| latest.map_or(h, |l| h.max(l))),
+        high_s: f.high_s.map(|h| latest.map_or(h, |l| h.max(l + since))),
         ..f
     }
 }

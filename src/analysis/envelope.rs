@@ -288,6 +288,7 @@ impl Envelope {
         self.last = candidate.ok();
         if !want {
             self.hold(None, false, p);
+            self.regime.carry = None;
             return Outlook {
                 at_risk_pct,
                 candidate: self.last,
@@ -324,13 +325,23 @@ impl Envelope {
         if forecast.is_some() {
             self.regime.carry = forecast;
         } else if one_step {
-            // A sample refused as one step between shown ones (a reading
-            // caught at a sawtooth's top is a step until the next one
-            // comes back down): the forecast shown at the last sample
+            // A sample refused as one step right after a shown one (a
+            // reading caught at a sawtooth's top is a step until the next
+            // one comes back down): the forecast shown at the last sample
             // stands, its times counting from when it was made, unless its
             // latest end has passed. For one sample: the next refused one
             // withdraws it.
-            forecast = before.filter(|f| f.range_ms().1.is_none_or(|h| h > t_ms));
+            // One sample: made at most one and a half gaps ago.
+            let recent = (gap_s * 1500.0) as u64;
+            forecast = before.filter(|f| {
+                t_ms.saturating_sub(f.made_ms) <= recent && f.range_ms().1.is_none_or(|h| h > t_ms)
+            });
+            if forecast.is_some() {
+                // Still shown: the next candidate is shown at once, at any
+                // interval (the hold is not started over).
+                self.regime.shown = true;
+                self.regime.last_shown = Some(t_ms);
+            }
         }
         // The shift's own sample: a transient or a new level, it cannot
         // tell yet; the forecast shown before stays until the next one.

@@ -92,7 +92,11 @@ impl Forecast {
     /// `None` once that latest end has passed. An open-ended forecast
     /// (growth may stop) is carried over one sample only (at most one and
     /// a half `interval`s after it was made), as it was.
-    pub fn carried_at_risk(&self, t_ms: Millis, interval: std::time::Duration) -> Option<Forecast> {
+    pub(crate) fn carried_at_risk(
+        &self,
+        t_ms: Millis,
+        interval: std::time::Duration,
+    ) -> Option<Forecast> {
         let Some(high) = self.range_ms().1 else {
             let one_and_a_half = interval.as_millis() as u64 * 3 / 2;
             return (t_ms.saturating_sub(self.made_ms) <= one_and_a_half).then_some(*self);
@@ -100,10 +104,13 @@ impl Forecast {
         if high <= t_ms {
             return None;
         }
+        if t_ms <= self.made_ms {
+            return Some(*self);
+        }
         let secs = |at: Millis| at.saturating_sub(t_ms) as f64 / 1000.0;
         let central = secs(self.full_at_ms());
         Some(Forecast {
-            made_ms: t_ms.max(self.made_ms),
+            made_ms: t_ms,
             eta_s: if central > 0.0 {
                 central
             } else {

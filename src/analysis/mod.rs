@@ -516,7 +516,7 @@ mod tests {
         // 31 GiB free at 1 GiB/s.
         assert!((f.eta_s - 31.0).abs() < 1e-6, "{f:?}");
         let kinds: Vec<_> = fired.iter().map(|x| x.1).collect();
-        // The forecast once the growth is 4 s old and held for 3 s; the
+        // The forecast once the growth is 3 s old and held for 3 s; the
         // leak flag after 20 s of it.
         assert_eq!(
             kinds,

@@ -105,7 +105,7 @@ fn params() -> AnalysisConfig {
             "max_slip" => e.max_slip = x,
             "max_slip_rel" => e.max_slip_rel = x,
             "min_regime" => e.min_regime = secs(x),
-            "min_points" => e.min_points = x as usize,
+            "min_points" => e.min_points = (x as usize).max(2),
             "max_fill" => e.max_fill = x,
             "max_extrapolation" => e.max_extrapolation = x,
             "shift_frac" => e.shift_frac = x,

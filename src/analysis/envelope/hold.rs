@@ -76,7 +76,7 @@ pub(super) struct Held {
 }
 
 impl Held {
-    pub(super) fn of(f: &Forecast) -> Held {
+    fn of(f: &Forecast) -> Held {
         Held {
             made: f.made_ms,
             full: f.full_at_ms() as f64,
@@ -89,7 +89,7 @@ impl Held {
     /// to how far it reaches: a sawtooth's next peak moves a moment 20 s
     /// away by a second or two, and that is agreement; a fill speeding up
     /// or levelling off moves it by much more).
-    pub(super) fn agrees(&self, now: &Held, max_slip: f64, rel: f64) -> bool {
+    fn agrees(&self, now: &Held, max_slip: f64, rel: f64) -> bool {
         let ahead = (now.full - now.made as f64).max(0.0);
         let allowed = max_slip * now.made.saturating_sub(self.made) as f64 + 1000.0 + rel * ahead;
         (now.full - self.full).abs() <= allowed
