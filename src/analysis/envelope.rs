@@ -329,13 +329,10 @@ impl Envelope {
             // reading caught at a sawtooth's top is a step until the next
             // one comes back down): the forecast shown at the last sample
             // stands, its times counting from when it was made, unless its
-            // latest end has passed. For one sample: the next refused one
-            // withdraws it.
-            // One sample: made at most one and a half gaps ago.
-            let recent = (gap_s * 1500.0) as u64;
-            forecast = before.filter(|f| {
-                t_ms.saturating_sub(f.made_ms) <= recent && f.range_ms().1.is_none_or(|h| h > t_ms)
-            });
+            // latest end has passed. For one sample (made at most one and a
+            // half gaps ago): the next refused one withdraws it.
+            let one_sample = Duration::try_from_secs_f64(1.5 * gap_s).unwrap_or_default();
+            forecast = before.filter(|f| f.stands_over(t_ms, one_sample));
             if forecast.is_some() {
                 // Still shown: the next candidate is shown at once, at any
                 // interval (the hold is not started over).

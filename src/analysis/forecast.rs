@@ -79,6 +79,14 @@ impl Forecast {
         t_ms >= lo && hi.is_none_or(|h| t_ms <= h)
     }
 
+    /// Whether this forecast, made at most `within` before `t_ms` and with
+    /// its latest end still ahead, may stand for a sample that gives none,
+    /// its times counting from when it was made.
+    pub(crate) fn stands_over(&self, t_ms: Millis, within: std::time::Duration) -> bool {
+        let ended = self.range_ms().1.is_some_and(|h| h <= t_ms);
+        t_ms.saturating_sub(self.made_ms) <= within.as_millis() as u64 && !ended
+    }
+
     /// This forecast, shown on a GPU that is still at risk, carried to a
     /// sample `t_ms` that gives none: at risk the next larger allocation
     /// may fail at once, so its earliest end is now, and its latest end
@@ -90,16 +98,15 @@ impl Forecast {
     /// made before an evaluation pass's spike put the GPU at risk says how
     /// long the growth can go on at most (`tenth/01`, `eleventh/01`).
     /// `None` once that latest end has passed. An open-ended forecast
-    /// (growth may stop) is carried over one sample only (at most one and
-    /// a half `interval`s after it was made), as it was.
+    /// (growth may stop) stands over one sample only (at most one and a
+    /// half `interval`s after it was made).
     pub(crate) fn carried_at_risk(
         &self,
         t_ms: Millis,
         interval: std::time::Duration,
     ) -> Option<Forecast> {
         let Some(high) = self.range_ms().1 else {
-            let one_and_a_half = interval.as_millis() as u64 * 3 / 2;
-            return (t_ms.saturating_sub(self.made_ms) <= one_and_a_half).then_some(*self);
+            return self.stands_over(t_ms, interval * 3 / 2).then_some(*self);
         };
         if high <= t_ms {
             return None;

@@ -6,7 +6,9 @@ use std::fmt::Display;
 
 use super::frames::Gap;
 use crate::model::Millis;
-use crate::record::format::{self, Header, LineError, LineType};
+use crate::record::format::{
+    self, Header, LineError, LineType, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROCS,
+};
 use crate::record::reader::text::{Lines, MAX_LINE, Step, stopped};
 use crate::record::{FORMAT, OLDEST_VERSION, RecordError, VERSION};
 
@@ -201,6 +203,54 @@ impl Tally {
 }
 
 /// A gap as a sentence: where, why, what it cost.
+/// Lines of one kind kept since the last snapshot line, both readers'
+/// per-snapshot limit on them: past `max`, a hostile file's flood between
+/// two snapshots is skipped as damage, not kept (docs/recording-format.md).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Crowd {
+    what: &'static str,
+    max: usize,
+    kept: usize,
+}
+
+impl Crowd {
+    /// Process lines: at most `MAX_SNAPSHOT_PROCS` a snapshot.
+    pub(crate) const fn procs() -> Crowd {
+        Crowd {
+            what: "process",
+            max: MAX_SNAPSHOT_PROCS,
+            kept: 0,
+        }
+    }
+
+    /// Event lines: at most `MAX_SNAPSHOT_EVENTS` a snapshot.
+    pub(crate) const fn events() -> Crowd {
+        Crowd {
+            what: "event",
+            max: MAX_SNAPSHOT_EVENTS,
+            kept: 0,
+        }
+    }
+
+    /// The damage a line of this kind is, once `max` are kept.
+    pub(crate) fn full(&self) -> Option<LineError> {
+        (self.kept >= self.max).then_some(LineError::Crowded {
+            what: self.what,
+            max: self.max,
+        })
+    }
+
+    /// One more line kept.
+    pub(crate) fn keep(&mut self) {
+        self.kept += 1;
+    }
+
+    /// A snapshot line: counting starts again.
+    pub(crate) fn restart(&mut self) {
+        self.kept = 0;
+    }
+}
+
 pub(crate) fn gap_words(name: &str, g: &Gap, cut: Option<u64>, stop: u64) -> String {
     let mut s = if g.decoded > 0 {
         format!(

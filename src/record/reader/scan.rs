@@ -5,13 +5,13 @@
 
 use std::collections::HashMap;
 
-use super::check::{Kind, Tally, classify, cut_off};
+use super::check::{Crowd, Kind, Tally, classify, cut_off};
 use super::frames::Origin;
 use super::text::{Lines, Step, Text, stopped};
 use super::{Block, ProcLine, RecordedEvent, Recording};
 use crate::model::Millis;
 use crate::record::RecordError;
-use crate::record::format::{self, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROCS, ProcId, ProcessInfo};
+use crate::record::format::{self, ProcId, ProcessInfo};
 
 /// Snapshots per block when a scan splits a file up.
 const SCAN_BLOCK: u64 = 600;
@@ -34,9 +34,8 @@ pub(super) struct Build {
     open: Option<Open>,
     /// `seq` of the last snapshot of the open block (its events follow).
     event_seq: Option<u64>,
-    /// Process and event lines since the last snapshot line (a hostile
-    /// file's flood past a snapshot's limits is skipped as damage).
-    gap: (usize, usize),
+    /// Process and event lines kept since the last snapshot line.
+    crowd: (Crowd, Crowd),
     unknown: bool,
     joined: bool,
 }
@@ -79,7 +78,7 @@ impl Build {
             warnings: Vec::new(),
             open: None,
             event_seq: None,
-            gap: (0, 0),
+            crowd: (Crowd::procs(), Crowd::events()),
             unknown: false,
             joined: false,
         }
@@ -167,39 +166,24 @@ impl Build {
                 }
                 self.tally.snapshot(seq);
                 self.event_seq = Some(seq);
-                self.gap = (0, 0);
+                self.crowd.0.restart();
+                self.crowd.1.restart();
             }
-            Kind::Process if self.gap.0 >= MAX_SNAPSHOT_PROCS => {
-                self.tally.bad_line(
-                    no,
-                    format::LineError::Crowded {
-                        what: "process",
-                        max: MAX_SNAPSHOT_PROCS,
-                    },
-                );
-            }
+            Kind::Process if let Some(e) = self.crowd.0.full() => self.tally.bad_line(no, e),
             Kind::Process => match format::read_process(text) {
                 Ok(p) => {
-                    self.gap.0 += 1;
+                    self.crowd.0.keep();
                     add_proc(&mut self.procs, here, usize::MAX, p);
                 }
                 Err(e) => self.tally.bad_line(no, e),
             },
-            Kind::Event if self.gap.1 >= MAX_SNAPSHOT_EVENTS => {
-                self.tally.bad_line(
-                    no,
-                    format::LineError::Crowded {
-                        what: "event",
-                        max: MAX_SNAPSHOT_EVENTS,
-                    },
-                );
-            }
+            Kind::Event if let Some(e) = self.crowd.1.full() => self.tally.bad_line(no, e),
             Kind::Event => match format::read_event_seq(text) {
                 Ok((seq, event)) => {
                     if let Some(last) = self.event_seq
                         && seq.is_none_or(|s| s == last)
                     {
-                        self.gap.1 += 1;
+                        self.crowd.1.keep();
                         self.events.push(RecordedEvent {
                             index: self.times.len() - 1,
                             event,

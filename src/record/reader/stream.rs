@@ -8,13 +8,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::check::{self, Damage, Tally};
+use super::check::{self, Crowd, Damage, Tally};
 use super::text::{self, Lines, ReadStats, Step, Text, display, stopped};
 use crate::model::Snapshot;
 use crate::record::RecordError;
-use crate::record::format::{
-    self, Header, LineError, LineType, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROCS, ProcId, ProcessInfo,
-};
+use crate::record::format::{self, Header, LineType, ProcId, ProcessInfo};
 
 /// Snapshots a process's strings are kept after it was last listed.
 const KEEP_PROCS: u64 = 64;
@@ -37,9 +35,8 @@ pub struct Reader {
     unknown: bool,
     joined: bool,
     snapshots: u64,
-    /// Process lines since the last snapshot line (at most
-    /// `MAX_SNAPSHOT_PROCS` are kept).
-    new_procs: usize,
+    /// Process and event lines kept since the last snapshot line.
+    crowd: (Crowd, Crowd),
     error: Option<RecordError>,
     done: bool,
 }
@@ -70,7 +67,7 @@ impl Reader {
             unknown: false,
             joined: false,
             snapshots: 0,
-            new_procs: 0,
+            crowd: (Crowd::procs(), Crowd::events()),
             error: None,
             done: false,
         })
@@ -179,7 +176,8 @@ impl Reader {
                     Ok(s) => {
                         self.tally.snapshot(s.seq);
                         self.snapshots += 1;
-                        self.new_procs = 0;
+                        self.crowd.0.restart();
+                        self.crowd.1.restart();
                         let now = self.snapshots;
                         for p in &s.procs {
                             if let Some(e) = self.procs.get_mut(&(p.gpu, p.pid, p.start_time)) {
@@ -202,20 +200,10 @@ impl Reader {
                     }
                 }
             }
-            // A hostile file's flood of lines between two snapshots is
-            // skipped as damage, not kept.
-            LineType::Process if self.new_procs >= MAX_SNAPSHOT_PROCS => {
-                self.tally.bad_line(
-                    no,
-                    LineError::Crowded {
-                        what: "process",
-                        max: MAX_SNAPSHOT_PROCS,
-                    },
-                );
-            }
+            LineType::Process if let Some(e) = self.crowd.0.full() => self.tally.bad_line(no, e),
             LineType::Process => match format::read_process(text) {
                 Ok(p) => {
-                    self.new_procs += 1;
+                    self.crowd.0.keep();
                     self.procs.insert(p.id(), (p, self.snapshots + 1));
                 }
                 Err(e) => self.tally.bad_line(no, e),
@@ -225,16 +213,12 @@ impl Reader {
                     if let Some(p) = self.pending.as_mut()
                         && seq.is_none_or(|s| s == p.seq)
                     {
-                        if p.events.len() >= MAX_SNAPSHOT_EVENTS {
-                            self.tally.bad_line(
-                                no,
-                                LineError::Crowded {
-                                    what: "event",
-                                    max: MAX_SNAPSHOT_EVENTS,
-                                },
-                            );
-                        } else {
-                            p.events.push(e);
+                        match self.crowd.1.full() {
+                            Some(damage) => self.tally.bad_line(no, damage),
+                            None => {
+                                self.crowd.1.keep();
+                                p.events.push(e);
+                            }
                         }
                     }
                 }
