@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::analysis::forecast::Forecast;
-use crate::analysis::leak::LeakFlag;
+use crate::analysis::leak::{LeakFlag, LeakSeen};
 use crate::config::{Alerts, Level, Severity, Thresholds};
 use crate::model::units::{duration_short, rate_short};
 use crate::model::{Event, EventKind, GpuSample, GpuState, Millis, ProcSample};
@@ -334,11 +334,15 @@ pub fn leak_alert(t_ms: Millis, p: &ProcSample, flag: &LeakFlag) -> Alert {
         pid: Some(p.pid),
         severity: Severity::Warn,
         message: format!(
-            "PID {} on GPU {} leaking {} for {}: {}",
+            "PID {} on GPU {} leaking {} for {}{}: {}",
             p.pid,
             p.gpu,
             rate_short(flag.rate.bps),
             duration_short(age),
+            match flag.seen_in {
+                LeakSeen::Memory => "",
+                LeakSeen::Tensors => " in its tensors",
+            },
             crate::sanitize::clean_capped(p.label(), 200)
         ),
     }

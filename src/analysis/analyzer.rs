@@ -12,6 +12,7 @@ use super::envelope::{Envelope, Rises};
 use super::forecast::{self, Room};
 use super::leak::{LeakChange, LeakDetector};
 use super::series::Series;
+use super::tensors::TensorLeak;
 use super::{AnalysisConfig, Assessment, GpuAssessment, Phase, ProcAssessment, Rate};
 use crate::model::{GpuSample, GpuState, MemInfo, Millis, ProcId, ProcSample, Snapshot};
 
@@ -96,6 +97,8 @@ struct ProcTrack {
     seen: u64,
     /// What its allocator figures said (for its GPU's demand).
     demand: ProcDemand,
+    /// Its tensors' own leak detector (from its allocator figures).
+    tensors: TensorLeak,
     a: ProcAssessment,
 }
 
@@ -111,6 +114,7 @@ impl ProcTrack {
             steady: forecast::Steady::default(),
             seen: generation,
             demand: ProcDemand::default(),
+            tensors: TensorLeak::new(&cfg.leak),
             a: ProcAssessment {
                 id: sp.id(),
                 first_seen_ms: t,
@@ -292,6 +296,7 @@ impl Analyzer {
                 let shift = cfg.envelope.shift_frac * total as f64;
                 if total > 0 && tr.last_mem.is_some_and(|l| l.abs_diff(m) as f64 >= shift) {
                     tr.leak = LeakDetector::new(&cfg.leak);
+                    tr.tensors = TensorLeak::new(&cfg.leak);
                     tr.leak_alerted = false;
                     tr.rises.clear();
                     // A fill to a new high is not the growth after it
@@ -316,26 +321,34 @@ impl Analyzer {
             // yet (a few MiB, then ~500 MiB a second later): that jump is
             // start-up, not growth, so the leak detector starts once the
             // process holds more than a bare context would begin with.
+            let mut cleared = false;
             if let Some(m) = sp.mem
                 && (m >= CONTEXT_STARTED || tr.leak_started)
             {
                 tr.leak_started = true;
-                if tr.leak.observe(t, m as f64) == Some(LeakChange::Cleared) {
-                    tr.leak_alerted = false;
-                }
+                cleared |= tr.leak.observe(t, m as f64) == Some(LeakChange::Cleared);
             }
+            let tol = total as f64 / 1000.0;
+            cleared |= tr.tensors.observe(sp, t, tol) == Some(LeakChange::Cleared);
             // Growth faster than a fill's is loading, not a leak: by the
             // flag's own rate or by the last ten seconds'.
             let fill = cfg.envelope.max_fill * total as f64;
             let recent = tr.series.window.recent_rate(10_000).unwrap_or(0.0);
             // And a leak still grows: memory that has levelled off (a
-            // warm-up, a cache that is full) is not leaking now.
+            // warm-up, a cache that is full) is not leaking now. The
+            // driver's figure first; else the tensors' (a cache holding
+            // nearly the whole GPU hides them from the driver).
             let flag = tr
                 .leak
                 .flag()
-                .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill)
                 .filter(|_| tr.rises.current(t))
-                .copied();
+                .copied()
+                .or_else(|| tr.tensors.flag(t))
+                .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill);
+            // One alert per flag: another once both have cleared.
+            if cleared && flag.is_none() {
+                tr.leak_alerted = false;
+            }
             if let Some(f) = &flag
                 && !tr.leak_alerted
             {

@@ -106,6 +106,19 @@ pub struct LeakFlag {
     pub onset_ms: Millis,
     /// Growth of the baseline, bytes/s, over the span (updated while raised).
     pub rate: Rate,
+    /// Which figure of the process grew.
+    pub seen_in: LeakSeen,
+}
+
+/// Which figure of a process a leak flag was raised on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeakSeen {
+    /// Its memory as the driver counts it.
+    Memory,
+    /// Its tensors, from the figures its PyTorch allocator publishes (the
+    /// driver's figure is the allocator's cache, which may hide them).
+    Tensors,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,6 +368,7 @@ impl LeakDetector {
             since_ms: now,
             onset_ms: onset + self.closed[from].index * self.bucket_ms,
             rate,
+            seen_in: LeakSeen::Memory,
         })
     }
 }

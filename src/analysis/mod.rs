@@ -19,6 +19,7 @@ pub mod phase;
 pub mod scorecard;
 pub(crate) mod series;
 pub mod slope;
+pub(crate) mod tensors;
 pub mod truth;
 
 use std::collections::HashMap;
@@ -30,7 +31,7 @@ use crate::config::Config;
 pub use alerts::{Alert, AlertKind, AlertLevels};
 pub use forecast::{Forecast, Room};
 pub use hook::{HookError, alert_env, run_hook};
-pub use leak::{LeakFlag, LeakParams};
+pub use leak::{LeakFlag, LeakParams, LeakSeen};
 pub use peak::Peak;
 pub use phase::{Phase, PhaseParams};
 pub use slope::Rate;

@@ -90,7 +90,8 @@ pub struct GpuInsight {
 pub struct ProcInsight {
     pub rate_bps: f64,
     pub phase: Phase,
-    pub leak: bool,
+    /// Its leak flag, if raised.
+    pub leak: Option<crate::analysis::LeakFlag>,
     /// When it reaches the GPU's free memory.
     pub full_in: Option<Eta>,
 }

@@ -290,7 +290,7 @@ impl App {
         Some(ProcInsight {
             rate_bps: p.rate.map_or(0.0, |r| r.bps),
             phase: p.phase,
-            leak: p.leak.is_some(),
+            leak: p.leak,
             full_in: p.forecast.as_ref().map(|f| Eta::of(f, now)),
         })
     }

@@ -366,7 +366,7 @@ mod tests {
             Some(ProcInsight {
                 rate_bps: 0.0,
                 phase: phase(s.id.key.pid),
-                leak: false,
+                leak: None,
                 full_in: None,
             })
         };
@@ -397,7 +397,7 @@ mod tests {
             Some(ProcInsight {
                 rate_bps: 0.0,
                 phase: Phase::Unknown,
-                leak: false,
+                leak: None,
                 full_in: None,
             })
         };
@@ -460,7 +460,7 @@ mod tests {
             Some(ProcInsight {
                 rate_bps: f64::from(s.id.key.pid),
                 phase: Phase::Growing,
-                leak: false,
+                leak: None,
                 full_in: None,
             })
         };

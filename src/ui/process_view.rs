@@ -6,6 +6,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
+use crate::analysis::LeakSeen;
 use crate::app::App;
 use crate::history::{ProcId, ProcPoint, ProcSeries};
 use crate::model::units::{GIB, bytes_short, duration_short, rate_short};
@@ -258,8 +259,12 @@ impl ProcessView<'_> {
             l1.push(Span::raw(rate_short(ins.rate_bps)));
             l1.push(Span::styled("  phase ", t.label));
             l1.push(Span::raw(ins.phase.name()));
-            if ins.leak {
-                l1.push(Span::styled("  LEAK suspected", t.crit));
+            match ins.leak.map(|f| f.seen_in) {
+                Some(LeakSeen::Memory) => l1.push(Span::styled("  LEAK suspected", t.crit)),
+                Some(LeakSeen::Tensors) => {
+                    l1.push(Span::styled("  LEAK suspected in its tensors", t.crit));
+                }
+                None => {}
             }
             if let Some(eta) = ins.full_in {
                 l1.push(Span::styled("  fills the GPU in ", t.label));

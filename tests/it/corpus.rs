@@ -177,10 +177,12 @@ fn the_corpus_recorded_after_the_final_jump_rule_scores_at_least_as_it_did() {
 /// tuned on it; the bounds are what it scored the first time: 7 of 8 held
 /// (6 with the code before the round), shown by T−30 s on 3 of 4, leak
 /// flags within 19 s (the ×1.4 sawtooth, OOM 34 s in, never flagged), the
-/// KV cache the one false alarm.
+/// KV cache the one false alarm. Since a leak is also looked for in the
+/// tensors (the allocator's `allocated`), the ×1.4 sawtooth is flagged
+/// 19.7 s in.
 #[test]
 fn the_corpus_recorded_after_the_fifth_round_scores_at_least_as_it_did() {
-    let s = held_out("fifth", (7, 4, 8), 7, 19.5);
+    let s = held_out("fifth", (7, 4, 8), 7, 20.0);
     assert!(s.shown_by_30 >= 3, "{s:?}");
     assert!(s.never_flagged <= 1, "{s:?}");
 }
@@ -262,10 +264,12 @@ fn the_corpus_held_out_from_every_change_scores_at_least_as_it_did() {
 /// silent); leak flags 19–20 s after the growth began, `eval_spike/cached`
 /// and `fragment/default` ×1.2 (5 s from growth to OOM) never flagged.
 /// 7 of 8 since a forecast shown at risk is carried to its latest end
-/// (`eval_spike/cached`'s T−10 s: "9s (0s–19s)").
+/// (`eval_spike/cached`'s T−10 s: "9s (0s–19s)"). Since a leak is also
+/// looked for in the tensors, `eval_spike/cached` is flagged 24 s in (its
+/// cache holds the GPU's memory flat while its tensors grow).
 #[test]
 fn the_corpus_held_out_from_the_at_risk_hold_scores_at_least_as_it_did() {
-    let s = scored_set("tenth", (8, 5, 8), 7, 20.5, 0, &[]);
+    let s = scored_set("tenth", (8, 5, 8), 7, 24.5, 0, &[]);
     assert!(s.shown_by_30 >= 4, "{s:?}");
 }
 

@@ -752,3 +752,46 @@ fn one_line_gpu_rows_share_one_bar_width() {
         );
     }
 }
+
+/// `eval_spike/cached` on the H200 (corpus `eleventh/01`): an evaluation
+/// pass's transient kept in the cache holds the GPU flat at 136 GiB while
+/// the tensors inside it leak until the OOM. The leak is flagged from the
+/// tensors, said so, and the table gives their rate, not the driver's 0.
+#[test]
+fn a_leak_hidden_in_the_allocators_cache_is_flagged_from_its_tensors() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/corpus/eleventh/01-gpu0-eval_spike-cached-s1.0-seed14.jsonl.zst"
+    );
+    let app = vramwatch::commands::replay::open_app(
+        std::path::Path::new(file),
+        Config::default(),
+        "me".into(),
+        None,
+    )
+    .expect("the corpus recording opens");
+    let mut app = app.with_clock(Clock::Utc);
+    app.update(Event::Resize(120, 40));
+    let mut screen = String::new();
+    for _ in 0..120 {
+        key(&mut app, KeyCode::Right);
+        screen = text(&render(&app));
+        if screen.contains("LEAK") {
+            break;
+        }
+    }
+    let row = screen
+        .lines()
+        .find(|l| l.contains("LEAK"))
+        .unwrap_or_else(|| panic!("never flagged:\n{screen}"));
+    // Its tensors' rate (~0.3 GB/s), where the driver's figure stands still.
+    let rate = row
+        .split('▲')
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no rate: {row}"));
+    assert!(rate.ends_with("M/s") && !rate.starts_with('0'), "{row}");
+    key(&mut app, KeyCode::Enter);
+    let view = text(&render(&app));
+    assert!(view.contains("LEAK suspected in its tensors"), "{view}");
+}

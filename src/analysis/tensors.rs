@@ -1,0 +1,192 @@
+//! A process's tensors as a second view of a leak: the bytes its tensors
+//! hold (`allocated`, from the figures PyTorch's caching allocator
+//! publishes, `model::alloc`) fed to a leak detector of their own.
+//!
+//! The driver's figure is the allocator's cache, not the tensors: once the
+//! cache holds nearly the whole GPU (an evaluation pass's transient kept
+//! reserved, `eval_spike/cached`), the driver sees a flat line while the
+//! tensors inside it keep growing to the OOM. A leak of tensors shows in
+//! the tensors whatever the cache does.
+
+use super::envelope::Rises;
+use super::leak::{LeakChange, LeakDetector, LeakFlag, LeakParams, LeakSeen};
+use crate::model::{Millis, ProcSample};
+
+/// The tensors' leak detector of one process.
+#[derive(Debug)]
+pub(crate) struct TensorLeak {
+    leak: LeakDetector,
+    rises: Rises,
+    /// The publish (`seq`) last fed: each is fed once, at its own time.
+    seq: Option<u64>,
+}
+
+impl TensorLeak {
+    pub(crate) fn new(p: &LeakParams) -> TensorLeak {
+        TensorLeak {
+            leak: LeakDetector::new(p),
+            rises: Rises::default(),
+            seq: None,
+        }
+    }
+
+    /// Feeds `sp`'s allocator figures, when fresh and not fed before;
+    /// `tol` is the rise that counts as a new high. Returns the detector's
+    /// change, if any.
+    pub(crate) fn observe(&mut self, sp: &ProcSample, t: Millis, tol: f64) -> Option<LeakChange> {
+        let stats = sp.torch.as_deref()?;
+        if !stats.cuda_initialized || stats.is_stale(t) || self.seq == Some(stats.seq) {
+            return None;
+        }
+        let d = stats.devices.first()?;
+        self.seq = Some(stats.seq);
+        let at = stats.t_ms.min(t);
+        self.rises.observe(at, d.allocated as f64, tol);
+        self.leak.observe(at, d.allocated as f64)
+    }
+
+    /// The flag, while the tensors still reach new highs at `t`.
+    pub(crate) fn flag(&self, t: Millis) -> Option<LeakFlag> {
+        let f = self.leak.flag().filter(|_| self.rises.current(t))?;
+        Some(LeakFlag {
+            seen_in: LeakSeen::Tensors,
+            ..*f
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::analysis::{AnalysisConfig, Analyzer, LeakSeen};
+    use crate::model::alloc::{AllocStats, DeviceAlloc};
+    use crate::model::{GpuSample, MemInfo, Snapshot};
+
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+
+    /// Process 1 at second `t`: the driver's figure `mem`, its tensors
+    /// `allocated` as published at `t` (publish number `seq`).
+    fn proc(t: u64, mem: u64, allocated: u64, seq: u64) -> ProcSample {
+        ProcSample {
+            pid: 1,
+            start_time: 7,
+            gpu: 0,
+            mem: Some(mem),
+            mem_peak: Some(mem),
+            torch: Some(Arc::new(AllocStats {
+                schema: 1,
+                pid: 1,
+                start_time: Some(7),
+                t_ms: ms(t),
+                seq,
+                interval_ms: 500,
+                cuda_initialized: true,
+                devices: vec![DeviceAlloc {
+                    allocated,
+                    reserved: mem - GIB,
+                    active: allocated,
+                    allocated_peak: allocated,
+                    reserved_peak: mem - GIB,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })),
+            ..Default::default()
+        }
+    }
+
+    fn ms(t: u64) -> Millis {
+        1_000_000 + t * 1000
+    }
+
+    fn snap(t: u64, p: ProcSample) -> Snapshot {
+        let total = 140 * GIB;
+        let used = p.mem.unwrap_or(0);
+        Snapshot {
+            seq: t,
+            t_ms: ms(t),
+            gpus: vec![GpuSample {
+                index: 0,
+                mem: Some(MemInfo {
+                    used,
+                    reserved: 0,
+                    free: total - used,
+                    total,
+                }),
+                mem_peak: Some(used),
+                ..Default::default()
+            }],
+            procs: vec![p],
+            events: Vec::new(),
+        }
+    }
+
+    /// The seconds at which process 1 is flagged, and the flag's view.
+    fn flagged(secs: u64, tensors: impl Fn(u64) -> u64) -> Vec<(u64, LeakSeen)> {
+        let mut a = Analyzer::new(&AnalysisConfig::default());
+        let mut out = Vec::new();
+        for t in 0..secs {
+            // The cache holds the GPU flat at 130 GiB (an evaluation
+            // pass's transient kept reserved) while the tensors grow.
+            a.observe(&snap(t, proc(t, 130 * GIB, tensors(t), t)));
+            let p = a.processes().find(|p| p.id.key.pid == 1).unwrap();
+            out.extend(p.leak.map(|f| (t, f.seen_in)));
+        }
+        out
+    }
+
+    #[test]
+    fn tensors_that_grow_inside_a_flat_cache_are_flagged_as_theirs() {
+        let f = flagged(40, |t| 80 * GIB + t * 300 * MIB);
+        let first = f.first().expect("flagged");
+        assert!((18..=26).contains(&first.0), "{f:?}");
+        assert!(f.iter().all(|x| x.1 == LeakSeen::Tensors), "{f:?}");
+        assert_eq!(f.last().map(|x| x.0), Some(39), "{f:?}");
+    }
+
+    #[test]
+    fn flat_tensors_inside_a_flat_cache_are_not() {
+        assert_eq!(flagged(40, |_| 80 * GIB), vec![]);
+        // A training step's swing (activations taken and given back) is
+        // not growth either.
+        assert_eq!(flagged(40, |t| 80 * GIB + (t % 3) * 4 * GIB), vec![]);
+    }
+
+    #[test]
+    fn tensors_that_stop_growing_are_not_leaking_now() {
+        let f = flagged(70, |t| 80 * GIB + t.min(35) * 300 * MIB);
+        assert!(!f.is_empty(), "{f:?}");
+        assert!(f.iter().all(|x| x.0 < 50), "{f:?}");
+    }
+
+    #[test]
+    fn a_publish_is_fed_once_and_stale_or_missing_figures_not_at_all() {
+        let mut tl = TensorLeak::new(&LeakParams::default());
+        let tol = 140.0 * GIB as f64 / 1000.0;
+        // The same publish read by ten snapshots is one point: no span of
+        // growth builds from it.
+        for t in 0..40 {
+            tl.observe(&proc(0, 130 * GIB, 80 * GIB + t * GIB, 1), ms(t), tol);
+        }
+        assert!(tl.flag(ms(40)).is_none());
+        // Stale figures (the publisher stopped 10 s ago) are not fed.
+        let mut tl = TensorLeak::new(&LeakParams::default());
+        for t in 0..40 {
+            let mut p = proc(t, 130 * GIB, 80 * GIB + t * GIB, t);
+            if let Some(s) = p.torch.as_mut() {
+                Arc::make_mut(s).t_ms = ms(t).saturating_sub(10_000 + t * 1000);
+            }
+            assert_eq!(tl.observe(&p, ms(t), tol), None);
+        }
+        assert!(tl.flag(ms(40)).is_none());
+        // No figures at all.
+        let p = ProcSample {
+            torch: None,
+            ..proc(0, GIB * 2, GIB, 0)
+        };
+        assert_eq!(tl.observe(&p, ms(0), tol), None);
+    }
+}
