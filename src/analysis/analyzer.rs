@@ -263,6 +263,19 @@ impl Analyzer {
             let mem = g.mem.filter(|_| g.state != GpuState::Lost);
             tr.a.mem = mem;
             if let Some(m) = mem {
+                // A fall to well below everything the window holds is
+                // memory given back for good (a process gone: an OOM), not
+                // a tooth of a sawtooth: the trend starts again from the
+                // new level, as the forecast's regime does, rather than
+                // reading "growing" for as long as the growth before it
+                // stays in the window.
+                let shift = cfg.envelope.shift_frac * m.total as f64;
+                if m.total > 0
+                    && let Some(lo) = tr.series.window.min()
+                    && (m.used as f64) < lo - shift
+                {
+                    tr.series.restart_trend();
+                }
                 tr.series.observe(t, Some(m.used), g.mem_peak, &cfg.phase);
             }
             tr.a.peak = tr.series.peak.peak();

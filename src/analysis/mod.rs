@@ -256,6 +256,36 @@ mod tests {
     }
 
     #[test]
+    fn the_gpus_trend_starts_again_when_a_process_gives_back_its_memory() {
+        const GIB: u64 = 1 << 30;
+        let mut a = Analyzer::new(&AnalysisConfig::default());
+        // 20 GiB steady, and a leak from 40 GiB at 1 GiB/s that dies at
+        // 30 s (an OOM); then only the 20 GiB.
+        let phase_at = |a: &Analyzer| a.gpu(0).map(|g| g.phase);
+        for t in 0..30 {
+            let l = 40 * GIB + t * GIB;
+            a.observe(&snap(t, 20 * GIB + l, &[(1, 20 * GIB), (2, l)]));
+        }
+        assert_eq!(phase_at(&a), Some(Phase::Growing));
+        a.observe(&snap(30, 20 * GIB, &[(1, 20 * GIB)]));
+        assert_eq!(phase_at(&a), Some(Phase::Unknown), "the growth is gone");
+        for t in 31..50 {
+            a.observe(&snap(t, 20 * GIB, &[(1, 20 * GIB)]));
+        }
+        assert_eq!(phase_at(&a), Some(Phase::Stable));
+        // A sawtooth's teeth fall to where they began, not below the
+        // window: its trend goes on.
+        let mut a = Analyzer::new(&AnalysisConfig::default());
+        for t in 0..60 {
+            let used = 40 * GIB + (t % 10) * 3 * GIB;
+            a.observe(&snap(t, used, &[(1, used)]));
+            if t > 15 {
+                assert_ne!(phase_at(&a), Some(Phase::Unknown), "{t}");
+            }
+        }
+    }
+
+    #[test]
     fn a_reading_at_a_tooths_top_does_not_hide_a_leak_flag() {
         const MIB: u64 = 1 << 20;
         let mut a = Analyzer::new(&AnalysisConfig::default());
