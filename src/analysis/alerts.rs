@@ -293,7 +293,10 @@ impl GpuAlerts {
                     "GPU {gpu} full in {} at {} ({} free)",
                     f.label(),
                     rate_short(f.rate.bps),
-                    crate::model::units::bytes_short(f.room.free)
+                    // Free now, as the driver says: a forecast carried from
+                    // an earlier sample, or made from the allocators'
+                    // demand, counted from other figures.
+                    crate::model::units::bytes_short(g.mem.map_or(f.room.free, |m| m.free))
                 ),
             );
         }

@@ -34,6 +34,8 @@ struct GpuTrack {
     demand_latest: VecDeque<(Millis, Millis)>,
     /// When a forecast was last shown for it.
     forecast_last_ms: Option<Millis>,
+    /// When one of its processes was last seen gone.
+    exit_ms: Option<Millis>,
 }
 
 impl GpuTrack {
@@ -46,6 +48,7 @@ impl GpuTrack {
             demand_envelope: Envelope::default(),
             demand_latest: VecDeque::new(),
             forecast_last_ms: None,
+            exit_ms: None,
             a: GpuAssessment {
                 index: g.index,
                 t_ms: t,
@@ -385,8 +388,14 @@ impl Analyzer {
     fn forget_exited(&mut self, t: Millis) {
         let forget = self.cfg.forget_after.as_millis() as u64;
         let generation = self.generation;
+        let gpus = &mut self.gpus;
         self.procs.retain(|_, tr| {
             if tr.seen != generation {
+                if tr.a.alive
+                    && let Some(g) = gpus.get_mut(&tr.a.id.gpu)
+                {
+                    g.exit_ms = Some(t);
+                }
                 tr.a.alive = false;
                 tr.a.forecast = None;
                 tr.steady = forecast::Steady::default();
@@ -443,10 +452,13 @@ impl Analyzer {
             // The forecast shown at the last sample is carried while the
             // GPU is at risk and gives none, from now to its latest end
             // (`Forecast::carried_at_risk`); not over a level shift (the
-            // regime too young for a rate: an OOM's process gone).
+            // regime too young for a rate: an OOM's process gone), nor
+            // once one of its processes has gone (one too small to shift
+            // the level may have been the one that ran out).
+            let gone = tr.exit_ms == Some(t);
             let held =
                 tr.a.forecast
-                    .filter(|_| at_risk && outlook.rate.is_some())
+                    .filter(|_| at_risk && outlook.rate.is_some() && !gone)
                     .and_then(|p| p.carried_at_risk(t, cfg.interval));
             let forecast = forecast.or(held);
             tr.a.forecast = forecast;

@@ -19,6 +19,7 @@ mod common;
 mod analysis_hook;
 mod analysis_props;
 mod analysis_sim;
+mod at_risk_carry;
 mod baseline;
 mod cli;
 mod config_cli;

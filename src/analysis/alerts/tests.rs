@@ -220,6 +220,25 @@ fn forecast_alert_fires_below_the_limit_and_rearms_when_far() {
 }
 
 #[test]
+fn the_forecast_alert_says_what_is_free_now() {
+    // A forecast made when 1 GiB was free (carried since, or made from
+    // the allocators' demand): the alert gives the driver's free memory
+    // now, 90 B of this GPU's 100.
+    let mut a = GpuAlerts::default();
+    let f = Forecast {
+        made_ms: 0,
+        room: crate::analysis::forecast::Room::flat(1 << 30),
+        rate: Rate::exact(1.0),
+        eta_s: 60.0,
+        low_s: 50.0,
+        high_s: Some(70.0),
+    };
+    let out = a.check(1000, &gpu_at(10), Some(&f), &levels());
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].message.ends_with("(90B free)"), "{}", out[0].message);
+}
+
+#[test]
 fn xid_events_become_alerts() {
     let ev = [
         Event {

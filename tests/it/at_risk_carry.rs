@@ -1,0 +1,65 @@
+//! The forecast carried while a GPU is at risk (`Forecast::carried_at_risk`)
+//! ends when one of the GPU's processes goes: the one that went may have
+//! been the one that ran out, too small to shift the level.
+
+use std::sync::Arc;
+
+use vramwatch::analysis::{AnalysisConfig, Analyzer};
+use vramwatch::model::{ProcSample, Snapshot};
+use vramwatch::record::Recording;
+
+/// `eval_spike/cached` on the H200 (corpus `eleventh/01`): its last
+/// seconds are at risk, with the forecast made before the evaluation pass
+/// carried.
+fn snapshots() -> Vec<Snapshot> {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/corpus/eleventh/01-gpu0-eval_spike-cached-s1.0-seed14.jsonl.zst"
+    );
+    let rec = Recording::open(std::path::Path::new(file)).expect("the recording opens");
+    rec.iter().filter_map(Result::ok).collect()
+}
+
+/// `s` with a small second process (1 GiB) on GPU 0.
+fn with_small(s: &Snapshot) -> Snapshot {
+    let mut s = s.clone();
+    s.procs.push(ProcSample {
+        pid: 4_000_000,
+        start_time: 1,
+        gpu: 0,
+        mem: Some(1 << 30),
+        mem_peak: Some(1 << 30),
+        name: Some(Arc::from("small")),
+        ..Default::default()
+    });
+    s
+}
+
+#[test]
+fn a_process_going_ends_the_forecast_carried_at_risk() {
+    let snaps = snapshots();
+    // Where the GPU is at risk with a forecast shown, the small process
+    // going at that sample takes the forecast with it unless the sample
+    // made a forecast of its own.
+    let mut ended = 0;
+    let mut at_risk_shown = 0;
+    for k in 1..snaps.len() {
+        let mut kept = Analyzer::new(&AnalysisConfig::default());
+        let mut gone = Analyzer::new(&AnalysisConfig::default());
+        for s in &snaps[..k] {
+            kept.observe(&with_small(s));
+            gone.observe(&with_small(s));
+        }
+        kept.observe(&with_small(&snaps[k]));
+        gone.observe(&snaps[k]);
+        let (Some(a), Some(b)) = (kept.gpu(0), gone.gpu(0)) else {
+            continue;
+        };
+        if a.at_risk_pct.is_some() && a.forecast.is_some() {
+            at_risk_shown += 1;
+            ended += usize::from(b.forecast.is_none());
+        }
+    }
+    assert!(at_risk_shown >= 5, "{at_risk_shown}");
+    assert!(ended >= 10, "{ended} of {at_risk_shown}");
+}
