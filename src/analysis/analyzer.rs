@@ -306,6 +306,12 @@ impl Analyzer {
                 .entry(sp.id())
                 .or_insert_with(|| ProcTrack::new(sp, t, generation, cfg));
             tr.seen = generation;
+            // Its GPU at risk at the last sample: the driver's figure
+            // saturated by the caching allocators (see `tensors`).
+            let at_risk = self
+                .gpus
+                .get(&sp.gpu)
+                .is_some_and(|g| g.a.at_risk_pct.is_some());
             if let Some(m) = sp.mem {
                 // A level shift (weights or a data set arriving) is not a
                 // leak's beginning: the detector starts again after it.
@@ -352,14 +358,15 @@ impl Analyzer {
             let recent = tr.series.window.recent_rate(10_000).unwrap_or(0.0);
             // And a leak still grows: memory that has levelled off (a
             // warm-up, a cache that is full) is not leaking now. The
-            // driver's figure first; else the tensors' (a cache holding
-            // nearly the whole GPU hides them from the driver).
+            // driver's figure first; else, where the GPU is at risk, the
+            // tensors' (a cache holding nearly the whole GPU hides them
+            // from the driver).
             let flag = tr
                 .leak
                 .flag()
                 .filter(|_| tr.rises.current(t))
                 .copied()
-                .or_else(|| tr.tensors.flag(t))
+                .or_else(|| tr.tensors.flag(t).filter(|_| at_risk))
                 .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill);
             // One alert per flag: another once both have cleared.
             if cleared && flag.is_none() {
