@@ -110,6 +110,9 @@ fn cell(app: &App, r: &Row, c: Column) -> (String, Option<Style>) {
                 .map_or(String::new(), |d| d.short_label()),
             None,
         ),
+        // A process that has gone uses nothing now: its last readings are
+        // not shown as current (its peak and last memory are in its view).
+        Column::Sm | Column::Cpu | Column::Rss if r.exited => (String::new(), None),
         Column::Sm => (
             last.and_then(|p| p.sm_util)
                 .map_or("N/A".into(), |u| u.to_string()),

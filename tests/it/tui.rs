@@ -579,6 +579,16 @@ fn an_exited_process_is_described_as_exited() {
         key(&mut app, KeyCode::Char(c));
     }
     key(&mut app, KeyCode::Enter);
+    // Its row uses nothing now: no SM%, CPU% or RSS after "exited".
+    let table = text(&render(&app));
+    let row = table
+        .lines()
+        .find(|l| l.contains("52090"))
+        .unwrap_or_else(|| panic!("{table}"));
+    // "exited", its peak, then its age: nothing between.
+    let words: Vec<&str> = row.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "exited").expect("exited");
+    assert_eq!(words[at + 1..at + 3], ["43.0G", "1m"], "{row}");
     key(&mut app, KeyCode::Enter);
     let t = text(&render(&app));
     assert!(t.contains("PID 52090"), "{t}");
