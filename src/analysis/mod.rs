@@ -224,8 +224,9 @@ mod tests {
         assert_eq!(AnalysisConfig::default().rate_window, RATE_WINDOW);
     }
 
-    fn snap(t_s: u64, used: u64, procs: &[(u32, u64)]) -> Snapshot {
-        let total = 100u64 << 30;
+    /// Second `t_s` (at 1,000 s + `t_s`): GPU 0 of `total` bytes using
+    /// `used`, with `procs`.
+    pub(super) fn snapshot(t_s: u64, used: u64, total: u64, procs: Vec<ProcSample>) -> Snapshot {
         Snapshot {
             seq: t_s,
             t_ms: 1_000_000 + t_s * 1000,
@@ -240,19 +241,24 @@ mod tests {
                 mem_peak: Some(used),
                 ..Default::default()
             }],
-            procs: procs
-                .iter()
-                .map(|&(pid, mem)| ProcSample {
-                    pid,
-                    start_time: 7,
-                    gpu: 0,
-                    mem: Some(mem),
-                    mem_peak: Some(mem),
-                    ..Default::default()
-                })
-                .collect(),
+            procs,
             events: Vec::new(),
         }
+    }
+
+    fn snap(t_s: u64, used: u64, procs: &[(u32, u64)]) -> Snapshot {
+        let procs = procs
+            .iter()
+            .map(|&(pid, mem)| ProcSample {
+                pid,
+                start_time: 7,
+                gpu: 0,
+                mem: Some(mem),
+                mem_peak: Some(mem),
+                ..Default::default()
+            })
+            .collect();
+        snapshot(t_s, used, 100 << 30, procs)
     }
 
     #[test]
@@ -420,21 +426,11 @@ mod tests {
             }],
             ..Default::default()
         };
-        Snapshot {
-            seq: s,
-            t_ms: t,
-            gpus: vec![GpuSample {
-                index: 0,
-                mem: Some(MemInfo {
-                    used,
-                    reserved: 0,
-                    free: total - used,
-                    total,
-                }),
-                mem_peak: Some(used),
-                ..Default::default()
-            }],
-            procs: vec![ProcSample {
+        snapshot(
+            s,
+            used,
+            total,
+            vec![ProcSample {
                 pid: 10,
                 start_time: 7,
                 gpu: 0,
@@ -443,8 +439,7 @@ mod tests {
                 torch: peak.map(|p| Arc::new(stats(p))),
                 ..Default::default()
             }],
-            events: Vec::new(),
-        }
+        )
     }
 
     /// The driver sees 0.5 GiB/s from 100 GiB (full at 80 s), but half of

@@ -65,8 +65,8 @@ mod tests {
 
     use super::*;
     use crate::analysis::{AnalysisConfig, Analyzer, LeakSeen};
+    use crate::model::Snapshot;
     use crate::model::alloc::{AllocStats, DeviceAlloc};
-    use crate::model::{GpuSample, MemInfo, Snapshot};
 
     const GIB: u64 = 1 << 30;
     const MIB: u64 = 1 << 20;
@@ -107,25 +107,8 @@ mod tests {
     }
 
     fn snap(t: u64, p: ProcSample) -> Snapshot {
-        let total = 140 * GIB;
         let used = p.mem.unwrap_or(0);
-        Snapshot {
-            seq: t,
-            t_ms: ms(t),
-            gpus: vec![GpuSample {
-                index: 0,
-                mem: Some(MemInfo {
-                    used,
-                    reserved: 0,
-                    free: total - used,
-                    total,
-                }),
-                mem_peak: Some(used),
-                ..Default::default()
-            }],
-            procs: vec![p],
-            events: Vec::new(),
-        }
+        crate::analysis::tests::snapshot(t, used, 140 * GIB, vec![p])
     }
 
     /// The seconds at which process 1 is flagged, and the flag's view.

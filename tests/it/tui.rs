@@ -131,17 +131,14 @@ fn crowded_node_fills_the_terminal_by_priority() {
 
 /// The shipped H200 recording, replayed, times in UTC.
 fn h200(size: (u16, u16)) -> App {
-    let file = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/assets/h200-2gpu-10min.jsonl.zst"
-    );
-    let app = vramwatch::commands::replay::open_app(
-        std::path::Path::new(file),
-        Config::default(),
-        "me".into(),
-        None,
-    )
-    .expect("the shipped recording opens");
+    replay("assets/h200-2gpu-10min.jsonl.zst", size)
+}
+
+/// The replay of `file` (under the project) at its start, in UTC.
+fn replay(file: &str, size: (u16, u16)) -> App {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    let app = vramwatch::commands::replay::open_app(&path, Config::default(), "me".into(), None)
+        .unwrap_or_else(|e| panic!("{file} opens: {e}"));
     let mut app = app.with_clock(Clock::Utc);
     app.update(Event::Resize(size.0, size.1));
     app
@@ -769,19 +766,10 @@ fn one_line_gpu_rows_share_one_bar_width() {
 /// tensors, said so, and the table gives their rate, not the driver's 0.
 #[test]
 fn a_leak_hidden_in_the_allocators_cache_is_flagged_from_its_tensors() {
-    let file = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/corpus/eleventh/01-gpu0-eval_spike-cached-s1.0-seed14.jsonl.zst"
+    let mut app = replay(
+        "tests/fixtures/corpus/eleventh/01-gpu0-eval_spike-cached-s1.0-seed14.jsonl.zst",
+        (120, 40),
     );
-    let app = vramwatch::commands::replay::open_app(
-        std::path::Path::new(file),
-        Config::default(),
-        "me".into(),
-        None,
-    )
-    .expect("the corpus recording opens");
-    let mut app = app.with_clock(Clock::Utc);
-    app.update(Event::Resize(120, 40));
     let mut screen = String::new();
     for _ in 0..120 {
         key(&mut app, KeyCode::Right);
