@@ -241,7 +241,7 @@ impl Analyzer {
         let t = snap.t_ms;
         self.observe_gpus(snap, t);
         let mut leak_alerts = self.observe_procs(snap, t);
-        self.forget_exited(t);
+        self.forget_exited(snap, t);
         self.count_processes();
         let mut out = self.forecast_gpus(snap, t);
         self.forecast_procs(t);
@@ -272,9 +272,12 @@ impl Analyzer {
                 // new level, as the forecast's regime does, rather than
                 // reading "growing" for as long as the growth before it
                 // stays in the window.
+                // (Not for a reading older than the window's newest: that
+                // one leaves the window as it is.)
                 let shift = cfg.envelope.shift_frac * m.total as f64;
                 if m.total > 0
-                    && let Some(lo) = tr.series.window.min()
+                    && tr.series.window.last().is_some_and(|(l, _)| t > l)
+                    && let Some(lo) = tr.series.window.floor_at(t, 0.0)
                     && (m.used as f64) < lo - shift
                 {
                     tr.series.restart_trend();
@@ -392,14 +395,22 @@ impl Analyzer {
     }
 
     /// Exited processes stay listed for a while, then are forgotten.
-    fn forget_exited(&mut self, t: Millis) {
+    fn forget_exited(&mut self, snap: &Snapshot, t: Millis) {
         let forget = self.cfg.forget_after.as_millis() as u64;
         let generation = self.generation;
         let gpus = &mut self.gpus;
         self.procs.retain(|_, tr| {
             if tr.seen != generation {
+                // Gone from its GPU: its PID is not listed there at all (a
+                // round without host facts lists it with start time 0).
+                let id = tr.a.id;
+                let listed = snap
+                    .procs
+                    .iter()
+                    .any(|p| p.gpu == id.gpu && p.pid == id.key.pid);
                 if tr.a.alive
-                    && let Some(g) = gpus.get_mut(&tr.a.id.gpu)
+                    && !listed
+                    && let Some(g) = gpus.get_mut(&id.gpu)
                 {
                     g.exit_ms = Some(t);
                 }

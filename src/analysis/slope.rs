@@ -210,11 +210,6 @@ impl Window {
         self.points.iter().map(|p| p.1).reduce(f64::max)
     }
 
-    /// The lowest value in the window.
-    pub(crate) fn min(&self) -> Option<f64> {
-        self.points.iter().map(|p| p.1).reduce(f64::min)
-    }
-
     /// Drops every point.
     pub fn clear(&mut self) {
         self.points.clear();

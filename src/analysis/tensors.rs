@@ -167,29 +167,33 @@ mod tests {
 
     #[test]
     fn a_publish_is_fed_once_and_stale_or_missing_figures_not_at_all() {
-        let mut tl = TensorLeak::new(&LeakParams::default());
         let tol = 140.0 * GIB as f64 / 1000.0;
-        // The same publish read by ten snapshots is one point: no span of
-        // growth builds from it.
-        for t in 0..40 {
-            tl.observe(&proc(0, 130 * GIB, 80 * GIB + t * GIB, 1), ms(t), tol);
-        }
-        assert!(tl.flag(ms(40)).is_none());
-        // Stale figures (the publisher stopped 10 s ago) are not fed.
-        let mut tl = TensorLeak::new(&LeakParams::default());
-        for t in 0..40 {
+        // Tensors growing 1 GiB/s, read every second for 40 s.
+        let run = |publish: &dyn Fn(u64) -> ProcSample| {
+            let mut tl = TensorLeak::new(&LeakParams::default());
+            for t in 0..40 {
+                tl.observe(&publish(t), ms(t), tol);
+            }
+            tl.flag(ms(39)).is_some()
+        };
+        // Fresh publishes, one a second: flagged (the control).
+        assert!(run(&|t| proc(t, 130 * GIB, 80 * GIB + t * GIB, t)));
+        // One publish (the same number) read forty times, its figures
+        // changing as a torn read might: one point, no span of growth.
+        assert!(!run(&|t| proc(t, 130 * GIB, 80 * GIB + t * GIB, 1)));
+        // Stale figures, published 10 s before each reading (the file
+        // left by a publisher that stopped): not fed.
+        assert!(!run(&|t| {
             let mut p = proc(t, 130 * GIB, 80 * GIB + t * GIB, t);
             if let Some(s) = p.torch.as_mut() {
-                Arc::make_mut(s).t_ms = ms(t).saturating_sub(10_000 + t * 1000);
+                Arc::make_mut(s).t_ms = ms(t).saturating_sub(10_000);
             }
-            assert_eq!(tl.observe(&p, ms(t), tol), None);
-        }
-        assert!(tl.flag(ms(40)).is_none());
+            p
+        }));
         // No figures at all.
-        let p = ProcSample {
+        assert!(!run(&|t| ProcSample {
             torch: None,
-            ..proc(0, GIB * 2, GIB, 0)
-        };
-        assert_eq!(tl.observe(&p, ms(0), tol), None);
+            ..proc(t, 130 * GIB, 80 * GIB + t * GIB, t)
+        }));
     }
 }

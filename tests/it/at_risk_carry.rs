@@ -63,3 +63,35 @@ fn a_process_going_ends_the_forecast_carried_at_risk() {
     assert!(at_risk_shown >= 5, "{at_risk_shown}");
     assert!(ended >= 10, "{ended} of {at_risk_shown}");
 }
+
+#[test]
+fn a_round_without_host_facts_is_not_a_process_going() {
+    // Every process listed with start time 0 (the host facts came late):
+    // the same PIDs, so nothing has gone and the carried forecast stands.
+    let snaps = snapshots();
+    let mut kept_all = 0;
+    let mut at_risk_shown = 0;
+    for k in 1..snaps.len() {
+        let mut kept = Analyzer::new(&AnalysisConfig::default());
+        let mut late = Analyzer::new(&AnalysisConfig::default());
+        for s in &snaps[..k] {
+            kept.observe(&with_small(s));
+            late.observe(&with_small(s));
+        }
+        let mut no_facts = with_small(&snaps[k]);
+        for p in &mut no_facts.procs {
+            p.start_time = 0;
+        }
+        kept.observe(&with_small(&snaps[k]));
+        late.observe(&no_facts);
+        let (Some(a), Some(b)) = (kept.gpu(0), late.gpu(0)) else {
+            continue;
+        };
+        if a.at_risk_pct.is_some() && a.forecast.is_some() {
+            at_risk_shown += 1;
+            kept_all += usize::from(b.forecast.is_some());
+        }
+    }
+    assert!(at_risk_shown >= 5, "{at_risk_shown}");
+    assert_eq!(kept_all, at_risk_shown);
+}

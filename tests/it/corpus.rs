@@ -344,12 +344,15 @@ fn the_corpus_held_out_from_the_younger_regime_scores_at_least_as_it_did() {
 /// code before that session and once after its changes were final: 6 of 7
 /// held (4 of 4 where the growth had run 15 s or more; `fragment/default`
 /// ×1.1's T−10 s at risk, 18 s from growth to OOM), shown by T−30 s on 3
-/// of 3; one false alarm, the KV cache at τ 33 s (leak flag 46 s into its
-/// fill); `healthy_train` ×0.95, `vision_steady` ×1.1 and `dataset_load`
-/// ×0.9 silent; leak flags within 20 s.
+/// of 3; no false alarm (the KV cache at τ 33 s, `healthy_train` ×0.95,
+/// `vision_steady` ×1.1 and `dataset_load` ×0.9 silent); leak flags within
+/// 20 s. (The tensors' leak flag taken below the risk too flagged the KV
+/// cache 46 s into its fill: the at-risk condition, chosen after this set
+/// was scored, is what keeps it silent, so this set is not held out from
+/// that condition.)
 #[test]
 fn the_corpus_held_out_from_the_tensors_view_scores_at_least_as_it_did() {
-    let s = scored_set("fourteenth", (8, 4, 7), 6, 20.5, 1, &["kv_plateau"]);
+    let s = scored_set("fourteenth", (8, 4, 7), 6, 20.5, 0, &[]);
     assert!(s.shown_by_30 >= 3 && s.settled_held >= 4, "{s:?}");
 }
 

@@ -789,6 +789,14 @@ fn a_leak_hidden_in_the_allocators_cache_is_flagged_from_its_tensors() {
         .and_then(|s| s.split_whitespace().next())
         .unwrap_or_else(|| panic!("no rate: {row}"));
     assert!(rate.ends_with("M/s") && !rate.starts_with('0'), "{row}");
+    // Stepping back and on again analyses the replay anew from the slots
+    // kept: each slot with its own allocator figures, so the flag holds.
+    key(&mut app, KeyCode::Left);
+    for _ in 0..3 {
+        key(&mut app, KeyCode::Right);
+    }
+    let again = text(&render(&app));
+    assert!(again.contains("LEAK"), "after Left and Right:\n{again}");
     key(&mut app, KeyCode::Enter);
     let view = text(&render(&app));
     assert!(view.contains("LEAK suspected in its tensors"), "{view}");
