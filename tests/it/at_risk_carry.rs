@@ -35,63 +35,53 @@ fn with_small(s: &Snapshot) -> Snapshot {
     s
 }
 
-#[test]
-fn a_process_going_ends_the_forecast_carried_at_risk() {
+/// At each sample where the GPU is at risk with a forecast shown (the
+/// small process listed throughout), the same run with that sample
+/// replaced by `alter` of it: how many such samples, and at how many the
+/// altered run still shows a forecast.
+fn at_risk_samples(alter: impl Fn(&Snapshot) -> Snapshot) -> (usize, usize) {
     let snaps = snapshots();
-    // Where the GPU is at risk with a forecast shown, the small process
-    // going at that sample takes the forecast with it unless the sample
-    // made a forecast of its own.
-    let mut ended = 0;
-    let mut at_risk_shown = 0;
+    let (mut shown, mut still) = (0, 0);
     for k in 1..snaps.len() {
         let mut kept = Analyzer::new(&AnalysisConfig::default());
-        let mut gone = Analyzer::new(&AnalysisConfig::default());
+        let mut altered = Analyzer::new(&AnalysisConfig::default());
         for s in &snaps[..k] {
             kept.observe(&with_small(s));
-            gone.observe(&with_small(s));
+            altered.observe(&with_small(s));
         }
         kept.observe(&with_small(&snaps[k]));
-        gone.observe(&snaps[k]);
-        let (Some(a), Some(b)) = (kept.gpu(0), gone.gpu(0)) else {
+        altered.observe(&alter(&snaps[k]));
+        let (Some(a), Some(b)) = (kept.gpu(0), altered.gpu(0)) else {
             continue;
         };
         if a.at_risk_pct.is_some() && a.forecast.is_some() {
-            at_risk_shown += 1;
-            ended += usize::from(b.forecast.is_none());
+            shown += 1;
+            still += usize::from(b.forecast.is_some());
         }
     }
-    assert!(at_risk_shown >= 5, "{at_risk_shown}");
-    assert!(ended >= 10, "{ended} of {at_risk_shown}");
+    (shown, still)
+}
+
+#[test]
+fn a_process_going_ends_the_forecast_carried_at_risk() {
+    // The small process going at that sample takes the forecast with it
+    // unless the sample made a forecast of its own.
+    let (shown, still) = at_risk_samples(|s| s.clone());
+    assert!(shown >= 5, "{shown}");
+    assert!(shown - still >= 10, "{still} of {shown}");
 }
 
 #[test]
 fn a_round_without_host_facts_is_not_a_process_going() {
     // Every process listed with start time 0 (the host facts came late):
     // the same PIDs, so nothing has gone and the carried forecast stands.
-    let snaps = snapshots();
-    let mut kept_all = 0;
-    let mut at_risk_shown = 0;
-    for k in 1..snaps.len() {
-        let mut kept = Analyzer::new(&AnalysisConfig::default());
-        let mut late = Analyzer::new(&AnalysisConfig::default());
-        for s in &snaps[..k] {
-            kept.observe(&with_small(s));
-            late.observe(&with_small(s));
-        }
-        let mut no_facts = with_small(&snaps[k]);
-        for p in &mut no_facts.procs {
+    let (shown, still) = at_risk_samples(|s| {
+        let mut s = with_small(s);
+        for p in &mut s.procs {
             p.start_time = 0;
         }
-        kept.observe(&with_small(&snaps[k]));
-        late.observe(&no_facts);
-        let (Some(a), Some(b)) = (kept.gpu(0), late.gpu(0)) else {
-            continue;
-        };
-        if a.at_risk_pct.is_some() && a.forecast.is_some() {
-            at_risk_shown += 1;
-            kept_all += usize::from(b.forecast.is_some());
-        }
-    }
-    assert!(at_risk_shown >= 5, "{at_risk_shown}");
-    assert_eq!(kept_all, at_risk_shown);
+        s
+    });
+    assert!(shown >= 5, "{shown}");
+    assert_eq!(still, shown);
 }
