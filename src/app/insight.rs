@@ -96,6 +96,18 @@ pub struct ProcInsight {
     pub full_in: Option<Eta>,
 }
 
+impl ProcInsight {
+    /// The growth to show and sort by: a leak in the tensors at their
+    /// rate (the driver's figure, the allocator's cache, may stand still
+    /// around them); else the driver's.
+    pub fn shown_rate(&self) -> f64 {
+        match self.leak {
+            Some(f) if f.seen_in == crate::analysis::LeakSeen::Tensors => f.rate.bps,
+            _ => self.rate_bps,
+        }
+    }
+}
+
 /// Where the App's analysis figures come from.
 pub(crate) enum Insight {
     /// The pipeline's newest analysed snapshot.

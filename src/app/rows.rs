@@ -203,7 +203,7 @@ pub fn rows_at<'a>(
                 last,
                 exited,
                 mem_pct,
-                rate: ins.as_ref().map(|i| i.rate_bps),
+                rate: ins.as_ref().map(ProcInsight::shown_rate),
                 peak: history.proc_peak_at(s, slot),
                 held_mem: point.and_then(|p| p.mem).map(|now| {
                     if swings {

@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::widgets::Widget;
 
-use crate::analysis::{LeakSeen, Phase};
+use crate::analysis::Phase;
 use crate::app::cmdline;
 use crate::app::layout::{column_spans, fit_columns};
 use crate::app::rows::Row;
@@ -51,18 +51,12 @@ pub fn trend(app: &App, r: &Row) -> (String, Style) {
         return ("warming up".into(), t.dim);
     };
     let v = ins.rate_bps;
-    // A leak in the tensors at their rate: the driver's figure (the
-    // allocator's cache) may stand still around them.
-    let leak_rate = match ins.leak {
-        Some(f) if f.seen_in == LeakSeen::Tensors => f.rate.bps,
-        _ => v,
-    };
     // The phase decides the arrow (it has hysteresis); the rate is its size.
     match ins.phase {
         _ if ins.leak.is_some() => (
             format!(
                 "▲{} LEAK",
-                rate_short(leak_rate.max(0.0)).trim_start_matches('+')
+                rate_short(ins.shown_rate().max(0.0)).trim_start_matches('+')
             ),
             t.crit,
         ),

@@ -262,7 +262,12 @@ impl ProcessView<'_> {
             match ins.leak.map(|f| f.seen_in) {
                 Some(LeakSeen::Memory) => l1.push(Span::styled("  LEAK suspected", t.crit)),
                 Some(LeakSeen::Tensors) => {
-                    l1.push(Span::styled("  LEAK suspected in its tensors", t.crit));
+                    // Their rate: the growth above is the driver's figure's.
+                    let rate = rate_short(ins.shown_rate());
+                    l1.push(Span::styled(
+                        format!("  LEAK suspected in its tensors {rate}"),
+                        t.crit,
+                    ));
                 }
                 None => {}
             }

@@ -799,5 +799,6 @@ fn a_leak_hidden_in_the_allocators_cache_is_flagged_from_its_tensors() {
     assert!(again.contains("LEAK"), "after Left and Right:\n{again}");
     key(&mut app, KeyCode::Enter);
     let view = text(&render(&app));
-    assert!(view.contains("LEAK suspected in its tensors"), "{view}");
+    // With the tensors' rate (the growth beside it is the driver's).
+    assert!(view.contains("LEAK suspected in its tensors +"), "{view}");
 }
