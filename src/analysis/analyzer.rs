@@ -315,6 +315,8 @@ impl Analyzer {
                 .gpus
                 .get(&sp.gpu)
                 .is_some_and(|g| g.a.at_risk_pct.is_some());
+            // A rise by more than this is a new high (driver and tensors).
+            let tol = total as f64 / 1000.0;
             if let Some(m) = sp.mem {
                 // A level shift (weights or a data set arriving) is not a
                 // leak's beginning: the detector starts again after it.
@@ -333,7 +335,7 @@ impl Analyzer {
                     }
                 }
                 tr.last_mem = Some(m);
-                tr.rises.observe(t, m as f64, total as f64 / 1000.0);
+                tr.rises.observe(t, m as f64, tol);
                 if cfg.allocator_demand
                     && let Some(d) = tr.demand.observe(sp, m, t)
                     && let Some(g) = self.gpus.get_mut(&sp.gpu)
@@ -353,7 +355,6 @@ impl Analyzer {
                 tr.leak_started = true;
                 cleared |= tr.leak.observe(t, m as f64) == Some(LeakChange::Cleared);
             }
-            let tol = total as f64 / 1000.0;
             cleared |= tr.tensors.observe(sp, t, tol) == Some(LeakChange::Cleared);
             // Growth faster than a fill's is loading, not a leak: by the
             // flag's own rate or by the last ten seconds'.
@@ -403,13 +404,16 @@ impl Analyzer {
             if tr.seen != generation {
                 // Gone from its GPU: its PID is not listed there at all (a
                 // round without host facts lists it with start time 0).
+                // Looked for once, when it stops being seen: exited
+                // processes stay unseen until they are forgotten.
                 let id = tr.a.id;
-                let listed = snap
-                    .procs
-                    .iter()
-                    .any(|p| p.gpu == id.gpu && p.pid == id.key.pid);
+                let listed = || {
+                    snap.procs
+                        .iter()
+                        .any(|p| p.gpu == id.gpu && p.pid == id.key.pid)
+                };
                 if tr.a.alive
-                    && !listed
+                    && !listed()
                     && let Some(g) = gpus.get_mut(&id.gpu)
                 {
                     g.exit_ms = Some(t);
