@@ -356,6 +356,21 @@ fn the_corpus_held_out_from_the_tensors_view_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 3 && s.settled_held >= 4, "{s:?}");
 }
 
+/// Held out from the sixteenth session's changes (plans/fifteenth.plan,
+/// seed 18, written on 2026-12-05 16:08 UTC after the fifteenth session's
+/// changes were final; recorded on one H100 80GB at 17:19 UTC) and scored
+/// once with that code (e9a675f) before any change: 4 of 7 held (4 of 6
+/// where the growth had run 15 s or more), shown by T−30 s on 2 of 3; one
+/// false alarm, `healthy_train` ×0.75's slow warm-up forecast ("~16s"
+/// 21 s after its start); both KV caches silent; leak flags 19–20 s after
+/// the growth began, `vision_leak` ×0.9 and `eval_spike/cached` ×1.05
+/// never flagged.
+#[test]
+fn the_corpus_held_out_from_the_sixteenth_session_scores_at_least_as_it_did() {
+    let s = scored_set("fifteenth", (8, 4, 7), 4, 20.5, 1, &["healthy_train"]);
+    assert!(s.shown_by_30 >= 2 && s.settled_held >= 4, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
