@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::alerts::{self, Alert, GpuAlerts};
 use super::demand::{ProcDemand, demand_forecast, latest_from_demand, steady_latest};
-use super::envelope::{Envelope, Rises};
+use super::envelope::{Envelope, Rises, SPIKE_MS};
 use super::forecast::{self, Room};
 use super::leak::{LeakChange, LeakDetector};
 use super::series::Series;
@@ -102,7 +102,29 @@ struct ProcTrack {
     demand: ProcDemand,
     /// Its tensors' own leak detector (from its allocator figures).
     tensors: TensorLeak,
+    /// Its leak detectors as they were before a rise by a level shift,
+    /// back if it falls back (an evaluation pass: [`BeforeRise`]).
+    before_rise: Option<Box<BeforeRise>>,
+    /// When its memory last shifted level.
+    shifted_ms: Option<Millis>,
     a: ProcAssessment,
+}
+
+/// A process's leak detectors as they were before its memory rose by a
+/// level shift. The rise starts them again (weights or a data set arriving
+/// are not a leak's beginning); when memory falls back to within a shift
+/// of where it was within [`SPIKE_MS`], the rise was a transient (an
+/// evaluation pass), and they come back as they were: `fifteenth/02`'s
+/// leak, on an H100 where its validation spike was 17 % of the GPU, was
+/// never flagged, its detector started again at each validation.
+#[derive(Debug)]
+struct BeforeRise {
+    at: Millis,
+    level: u64,
+    leak: LeakDetector,
+    tensors: TensorLeak,
+    rises: Rises,
+    leak_alerted: bool,
 }
 
 impl ProcTrack {
@@ -118,6 +140,8 @@ impl ProcTrack {
             seen: generation,
             demand: ProcDemand::default(),
             tensors: TensorLeak::new(&cfg.leak),
+            before_rise: None,
+            shifted_ms: None,
             a: ProcAssessment {
                 id: sp.id(),
                 first_seen_ms: t,
@@ -321,7 +345,37 @@ impl Analyzer {
                 // A level shift (weights or a data set arriving) is not a
                 // leak's beginning: the detector starts again after it.
                 let shift = cfg.envelope.shift_frac * total as f64;
-                if total > 0 && tr.last_mem.is_some_and(|l| l.abs_diff(m) as f64 >= shift) {
+                tr.before_rise = tr.before_rise.take().filter(|b| t <= b.at + SPIKE_MS);
+                let back = tr
+                    .before_rise
+                    .as_ref()
+                    .is_some_and(|b| (m as f64 - b.level as f64).abs() < shift);
+                if back && let Some(b) = tr.before_rise.take() {
+                    tr.leak = b.leak;
+                    tr.tensors = b.tensors;
+                    tr.rises = b.rises;
+                    tr.leak_alerted = b.leak_alerted;
+                } else if total > 0
+                    && let Some(l) = tr.last_mem
+                    && l.abs_diff(m) as f64 >= shift
+                {
+                    // A rise: what the detectors knew is kept for its fall
+                    // (but a rise in steps keeps the level before the
+                    // first: the level after it had not settled).
+                    let settled = tr.shifted_ms.is_none_or(|s| {
+                        t.saturating_sub(s) >= cfg.envelope.min_regime.as_millis() as Millis
+                    });
+                    if m > l && (settled || tr.before_rise.is_none()) {
+                        tr.before_rise = Some(Box::new(BeforeRise {
+                            at: t,
+                            level: l,
+                            leak: tr.leak.clone(),
+                            tensors: tr.tensors.clone(),
+                            rises: tr.rises.clone(),
+                            leak_alerted: tr.leak_alerted,
+                        }));
+                    }
+                    tr.shifted_ms = Some(t);
                     tr.leak = LeakDetector::new(&cfg.leak);
                     tr.tensors = TensorLeak::new(&cfg.leak);
                     tr.leak_alerted = false;
@@ -450,6 +504,12 @@ impl Analyzer {
                 continue;
             };
             let gap = tr.series.estimate.map_or(gap, |e| e.max_gap_s.max(gap));
+            // A process gone (an OOM): a fall now is not a spike's end.
+            let gone = tr.exit_ms == Some(t);
+            if gone {
+                tr.envelope.process_gone();
+                tr.demand_envelope.process_gone();
+            }
             let (forecast, outlook) = match tr.a.mem {
                 Some(m) => {
                     let o = tr
@@ -477,7 +537,6 @@ impl Analyzer {
             // regime too young for a rate: an OOM's process gone), nor
             // once one of its processes has gone (one too small to shift
             // the level may have been the one that ran out).
-            let gone = tr.exit_ms == Some(t);
             let held =
                 tr.a.forecast
                     .filter(|_| at_risk && outlook.rate.is_some() && !gone)

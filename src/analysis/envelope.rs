@@ -9,10 +9,11 @@
 //! Per GPU, over the current *regime* (the samples since the last level
 //! shift: a change of `used` by at least [`EnvelopeParams::shift_frac`] of
 //! the GPU between two samples starts a new one, so a fill is not mistaken
-//! for growth and the growth after it is measured on its own; when the
-//! next sample (within 1.5 s) is back within a shift of where the old
-//! regime was, the shift was a transient, and the old regime goes on, a
-//! spike's top kept as a peak, a dip dropped):
+//! for growth and the growth after it is measured on its own; when a rise
+//! falls back to within a shift of where the old regime was within 30 s,
+//! or a drop comes back at the next sample (within 1.5 s), the shift was a
+//! transient, and the old regime goes on, a spike's top kept as a peak, a
+//! dip dropped: `transient`):
 //!
 //! - **baseline**: the Theil–Sen line through `used` (pairs at least a
 //!   quarter of the span apart, so a staircase's steps average out), its
@@ -29,6 +30,12 @@
 //!   reading replaced by the lowest from it on) in the newer half: a step
 //!   of the growth that stays, not a transient that falls back. The rate's
 //!   range is widened by one stair over the span either side;
+//! - a regime whose largest step that stays (over the whole regime) makes
+//!   at least `one_step_share` of its rise (its newest reading less its
+//!   lowest) is one step, not a trend: no forecast (`fourteenth/07`, a
+//!   steady vision job on an H100, took one 6 GiB segment and stayed flat;
+//!   once the step left the newer half, Theil–Sen's line through it read
+//!   as growth);
 //! - room at the peaks = usable memory − (baseline now + excursion); the
 //!   central estimate is room / rate; the earliest (room − allocation) /
 //!   fast rate; the latest, the baseline alone reaching the top at the slow
@@ -80,6 +87,9 @@ pub struct EnvelopeParams {
     pub min_regime: Duration,
     /// Fewest samples in it.
     pub min_points: usize,
+    /// Growth whose largest step that stays is at least this share of the
+    /// regime's whole rise is one step, not a trend.
+    pub one_step_share: f64,
     /// Slowest growth forecast, bytes/s.
     pub min_rate: f64,
     /// Fastest growth forecast, share of the GPU's memory per second.
@@ -118,6 +128,7 @@ impl Default for EnvelopeParams {
             shift_frac: 0.10,
             min_regime: Duration::from_secs(3),
             min_points: 4,
+            one_step_share: 0.85,
             min_rate: 1024.0 * 1024.0,
             max_fill: 0.015,
             hold: Duration::from_secs(3),
@@ -198,12 +209,13 @@ pub(crate) struct Envelope {
     pub(crate) why: &'static str,
     /// The last candidate, shown or not (a diagnostic for traces).
     pub(crate) last: Option<Forecast>,
-    /// The regime a level shift just ended, kept for one sample: when that
-    /// sample (at most `transient::TRANSIENT_MS` later) is back within a shift of
-    /// where the regime was, the shift was a transient (an evaluation
-    /// pass, another process's spike, a cache released and taken again),
-    /// and the regime goes on as if it had not happened, a spike's top
-    /// kept as the returning sample's peak.
+    /// The regime a level shift just ended, kept for a drop's next sample
+    /// (at most `transient::TRANSIENT_MS` later) or up to
+    /// `transient::SPIKE_MS` after a rise: back within a shift of where
+    /// the regime was, the shift was a transient (an evaluation pass,
+    /// another process's spike, a cache released and taken again), and the
+    /// regime goes on as if it had not happened, a spike's top kept as the
+    /// returning sample's peak.
     undo: Option<Box<transient::Undo>>,
 }
 
@@ -242,7 +254,7 @@ impl Envelope {
         if change.abs() >= shift {
             // A level shift: what came before says nothing about now
             // (unless the next sample comes back: `transient`).
-            self.set_aside(t_ms, change, &mut pt);
+            self.set_aside(t_ms, change, &mut pt, p.min_regime.as_millis() as Millis);
         }
         // About `MAX_POINTS` points span the window: at a sub-second
         // interval a sample folds into the last point (its peak kept)
@@ -454,6 +466,12 @@ impl Envelope {
             .map(|(a, b)| b - a)
             .fold(0.0, f64::max);
         let stair = persistent_step(newer());
+        // Growth that is mostly one step that stayed is a step, not a
+        // trend, however long ago the step came (a steady job's allocator
+        // taking one more segment; the newer half alone lost it).
+        if step_share(self.regime.points.iter().map(|q| q.used)) >= p.one_step_share {
+            return Err(Refusal::Because("mostly one step"));
+        }
         // A staircase's rate is known to about one stair over the span (when
         // the next one comes is anyone's guess): Sen's interval, made from
         // pairs that mostly straddle the same few stairs, can be narrower.
@@ -524,6 +542,7 @@ mod rises;
 mod tests;
 mod transient;
 
-use fit::{persistent_step, theil_sen};
+use fit::{persistent_step, step_share, theil_sen};
 use hold::Held;
 pub(crate) use rises::{Confirm, Rises};
+pub(crate) use transient::SPIKE_MS;

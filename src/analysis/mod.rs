@@ -315,6 +315,28 @@ mod tests {
     }
 
     #[test]
+    fn a_spike_that_falls_back_does_not_start_the_leak_flag_again() {
+        const MIB: u64 = 1 << 20;
+        // 300 MiB/s from 40 GiB of 100; from 10 s to 12 s an evaluation
+        // pass holds 15 GiB more (more than a level shift). The flag comes
+        // as without the spike; taken as a level, the detector started
+        // again at 10 s and at 13 s.
+        let first_flag = |spike: u64| {
+            let mut a = Analyzer::new(&AnalysisConfig::default());
+            let mem = |t: u64| {
+                40 * 1024 * MIB + t * 300 * MIB + if (10..=12).contains(&t) { spike } else { 0 }
+            };
+            (0..40).find(|&t| {
+                a.observe(&snap(t, mem(t), &[(1, mem(t))]));
+                let p = a.processes().find(|p| p.id.key.pid == 1).unwrap();
+                p.leak.is_some()
+            })
+        };
+        let plain = first_flag(0).expect("flagged");
+        assert_eq!(first_flag(15 * 1024 * MIB), Some(plain));
+    }
+
+    #[test]
     fn a_fill_to_a_new_high_restarts_a_process_trend_and_a_sawtooth_does_not() {
         const GIB: u64 = 1 << 30;
         let mut a = Analyzer::new(&AnalysisConfig::default());

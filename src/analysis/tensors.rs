@@ -17,7 +17,7 @@ use super::leak::{LeakChange, LeakDetector, LeakFlag, LeakParams, LeakSeen};
 use crate::model::{Millis, ProcSample};
 
 /// The tensors' leak detector of one process.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct TensorLeak {
     leak: LeakDetector,
     rises: Rises,

@@ -106,6 +106,8 @@ fn params() -> AnalysisConfig {
             "max_slip_rel" => e.max_slip_rel = x,
             "min_regime" => e.min_regime = secs(x),
             "min_points" => e.min_points = (x as usize).max(2),
+            "at_risk_pct" => e.at_risk_pct = x,
+            "one_step_share" => e.one_step_share = x,
             "max_fill" => e.max_fill = x,
             "max_extrapolation" => e.max_extrapolation = x,
             "shift_frac" => e.shift_frac = x,

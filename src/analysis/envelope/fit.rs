@@ -22,6 +22,18 @@ pub(super) fn persistent_step(values: impl DoubleEndedIterator<Item = f64>) -> f
     step
 }
 
+/// The share of the series' whole rise (its last value less its lowest)
+/// made by its [`persistent_step`]; 0 where it did not rise.
+pub(super) fn step_share(values: impl DoubleEndedIterator<Item = f64> + Clone) -> f64 {
+    let last = values.clone().next_back().unwrap_or(0.0);
+    let whole = last - values.clone().fold(f64::INFINITY, f64::min);
+    if whole > 0.0 {
+        persistent_step(values) / whole
+    } else {
+        0.0
+    }
+}
+
 /// Theil–Sen over pairs at least `min_dt_s` apart (so a staircase's steps
 /// average out): the median slope and Sen's 90 % confidence interval for
 /// it (ranks `(N ∓ z·√(n(n−1)(2n+5)/18))/2` of the N pairwise slopes,

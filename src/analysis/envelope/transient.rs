@@ -1,7 +1,8 @@
-//! A level shift that comes back the next sample is a transient, not a new
-//! regime ([`Envelope::set_aside`], [`Envelope::come_back`]): an
-//! evaluation pass, another process's spike, a cache released and taken
-//! again.
+//! A level shift that comes back is a transient, not a new regime
+//! ([`Envelope::set_aside`], [`Envelope::come_back`]): a drop that comes
+//! back at the next sample (a cache released and taken again), a rise that
+//! falls back within [`SPIKE_MS`] (an evaluation pass, another process's
+//! spike).
 
 use std::collections::VecDeque;
 
@@ -9,14 +10,25 @@ use super::{Envelope, Point, Regime};
 use crate::analysis::forecast::Forecast;
 use crate::model::Millis;
 
-/// A shift that comes back after longer than this (ms) is two shifts.
+/// A drop that comes back after longer than this (ms), or not at the next
+/// sample, is two shifts.
 pub(super) const TRANSIENT_MS: Millis = 1500;
+
+/// A rise that falls back within this (ms) was a transient, however many
+/// samples it lasted: an evaluation pass holds its activations for
+/// seconds. (`fifteenth/02`, on an H100: a ten-crop validation's 13 GiB,
+/// 17 % of the GPU, held for 3.3 s; taken as a new level, it started the
+/// regime again and the forecast of the leak under it was lost until
+/// 3 s before the OOM. On the H200 the same spike stays under a shift.)
+pub(crate) const SPIKE_MS: Millis = 30_000;
 
 /// What a level shift ended, for [`Envelope::undo`].
 #[derive(Clone, Debug)]
 pub(super) struct Undo {
     /// When the shift came.
     at: Millis,
+    /// It was a rise (it may last up to [`SPIKE_MS`]).
+    up: bool,
     regime: Regime,
     /// The forecast shown before the shift: still shown for the shift's
     /// own sample, which cannot yet tell a transient from a new level.
@@ -28,12 +40,31 @@ pub(super) struct Undo {
 
 impl Envelope {
     /// A level shift by `change` at `t_ms` (the sample `pt`): the regime
-    /// starts again, what it ended kept for one sample.
-    pub(super) fn set_aside(&mut self, t_ms: Millis, change: f64, pt: &mut Point) {
+    /// starts again, what it ended kept for [`Envelope::come_back`].
+    pub(super) fn set_aside(&mut self, t_ms: Millis, change: f64, pt: &mut Point, young: Millis) {
+        // A shift during a rise still pending, before the level after it
+        // has lasted `young` (a spike or a fill climbing on in steps, or
+        // falling part of the way): the regime before the rise is the one
+        // to come back to.
+        let since = self
+            .regime
+            .points
+            .front()
+            .map_or(0, |f| t_ms.saturating_sub(f.t));
+        if self.undo.as_ref().is_some_and(|u| u.up) && since < young {
+            let kept = self.undo.take();
+            self.restart();
+            if change < 0.0 {
+                pt.peak = pt.used;
+            }
+            self.undo = kept;
+            return;
+        }
         // Read before the regime is taken (it says whether one was shown).
         let forecast = self.last.filter(|_| self.regime.shown);
         let mut undo = Undo {
             at: t_ms,
+            up: change > 0.0,
             forecast,
             regime: std::mem::take(&mut self.regime),
             fullness: None,
@@ -49,21 +80,29 @@ impl Envelope {
         self.undo = Some(Box::new(undo));
     }
 
-    /// The sample after a shift (`used`, at `t_ms`; `pt` its point): back
-    /// within `shift` of where the regime was, within [`TRANSIENT_MS`], the
-    /// shift was a transient and the regime comes back, the transient's
-    /// top as `pt`'s peak (read since the sample before). Else the shift
-    /// stands.
+    /// A sample after a shift (`used`, at `t_ms`; `pt` its point): back
+    /// within `shift` of where the regime was — a drop at the next sample,
+    /// within [`TRANSIENT_MS`]; a rise at any sample within [`SPIKE_MS`] —
+    /// the shift was a transient and the regime comes back, the
+    /// transient's top as `pt`'s peak. Else the shift stands (a rise's
+    /// once its time is up).
     pub(super) fn come_back(&mut self, t_ms: Millis, used: f64, shift: f64, pt: &mut Point) {
         let Some(u) = self.undo.take() else {
             return;
         };
+        let age = t_ms.saturating_sub(u.at);
+        if age > if u.up { SPIKE_MS } else { TRANSIENT_MS } {
+            return;
+        }
         let back = u
             .regime
             .points
             .back()
             .is_some_and(|b| (used - b.used).abs() < shift);
-        if !back || t_ms.saturating_sub(u.at) > TRANSIENT_MS {
+        if !back {
+            if u.up {
+                self.undo = Some(u);
+            }
             return;
         }
         let top = self
@@ -79,8 +118,20 @@ impl Envelope {
         }
     }
 
+    /// A process of this GPU has gone: a fall now is its memory given
+    /// back, not a spike's end (the regime before the spike is not the
+    /// one to come back to, and the peaks say nothing of the risk now).
+    pub(crate) fn process_gone(&mut self) {
+        if self.undo.as_ref().is_some_and(|u| u.up) {
+            self.undo = None;
+        }
+    }
+
     /// On the shift's own sample (`t_ms`), the forecast shown before it.
     pub(super) fn shown_while_shifting(&self, t_ms: Millis) -> Option<Forecast> {
         self.undo.as_ref().filter(|u| u.at == t_ms)?.forecast
     }
 }
+
+#[cfg(test)]
+mod tests;
