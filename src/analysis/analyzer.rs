@@ -26,7 +26,8 @@ struct GpuTrack {
     /// allocator figures of its processes (`demand`), if any.
     demand: Option<f64>,
     /// The forecaster over that demand: its candidate every snapshot, a
-    /// forecast shown only at risk (where the driver's view is saturated).
+    /// forecast shown only where the driver's view is saturated (at risk,
+    /// or read at `cache_full_pct` or more with no forecast of its own).
     demand_envelope: Envelope,
     /// The demand's candidates since they began without a break: when
     /// each was made and its latest moment (unix ms), for
@@ -510,15 +511,24 @@ impl Analyzer {
                 tr.envelope.process_gone();
                 tr.demand_envelope.process_gone();
             }
+            // At risk, or as full as `cache_full_pct` with no forecast of
+            // the driver's own (its figure held flat by the caching
+            // allocators while the tensors grow inside: `fifteenth/04`, an
+            // evaluation pass's cache held at 95.6 % of an H100 for the
+            // last 22 s before its OOM), the driver's view is saturated.
+            let mut saturated = false;
             let (forecast, outlook) = match tr.a.mem {
                 Some(m) => {
                     let o = tr
                         .envelope
                         .observe(t, m, g.mem_peak, gap, &cfg.envelope, true);
-                    // At risk, from the allocators' figures if the
+                    saturated = o.at_risk_pct.is_some()
+                        || (o.forecast.is_none()
+                            && m.pct_full(m.used) >= cfg.envelope.cache_full_pct);
+                    // Saturated, from the allocators' figures if the
                     // processes publish them: `demand_forecast`.
                     let (demand, latest) = tr.demand.map_or((None, None), |d| {
-                        let want = o.at_risk_pct.is_some();
+                        let want = saturated;
                         demand_forecast(&mut tr.demand_envelope, t, m, d, gap, cfg, want)
                     });
                     if tr.demand.is_none() {
@@ -530,16 +540,15 @@ impl Analyzer {
                 }
                 None => (None, Default::default()),
             };
-            let at_risk = outlook.at_risk_pct.is_some();
             // The forecast shown at the last sample is carried while the
-            // GPU is at risk and gives none, from now to its latest end
+            // GPU is saturated (at risk, or as above) and gives none, from now to its latest end
             // (`Forecast::carried_at_risk`); not over a level shift (the
             // regime too young for a rate: an OOM's process gone), nor
             // once one of its processes has gone (one too small to shift
             // the level may have been the one that ran out).
             let held =
                 tr.a.forecast
-                    .filter(|_| at_risk && outlook.rate.is_some() && !gone)
+                    .filter(|_| saturated && outlook.rate.is_some() && !gone)
                     .and_then(|p| p.carried_at_risk(t, cfg.interval));
             let forecast = forecast.or(held);
             tr.a.forecast = forecast;

@@ -71,7 +71,8 @@ impl ProcDemand {
 
 /// What the GPU's demand (its reading `m` plus `delta`), fed to its own
 /// regime every snapshot, says: the forecast to show when `want` (the GPU
-/// is at risk: where the driver's view is saturated — the caching
+/// is at risk, or read at `cache_full_pct` with no forecast of the
+/// driver's own: where the driver's view is saturated — the caching
 /// allocators hold nearly everything, and the driver's figure stops at the
 /// top while the tensors still grow — the allocators' figures tell the
 /// trend; its earliest end is "now": at risk, the next larger allocation

@@ -62,8 +62,10 @@
 //! memory within the last `at_risk_window` is **at risk** whether or not
 //! it grows: the caching allocator has taken nearly everything and the next
 //! larger allocation may fail (the driver-level figure is saturated, so no
-//! trend can be seen in it). There, where the processes publish their
-//! allocator figures, the analyzer forecasts the same way from their
+//! trend can be seen in it). There, and where a reading of at least
+//! `cache_full_pct` gives no forecast of its own (the cache can hold the
+//! figure flat below the at-risk level), where the processes publish
+//! their allocator figures, the analyzer forecasts the same way from their
 //! demand instead (`analysis::demand`).
 
 use std::collections::VecDeque;
@@ -119,6 +121,11 @@ pub struct EnvelopeParams {
     pub at_risk_pct: f64,
     /// Over how long the peak is taken.
     pub at_risk_window: Duration,
+    /// From this share of memory (%) read, where the driver's figure
+    /// gives no forecast, the caching allocators may hold it flat while
+    /// the tensors grow inside: the analyzer forecasts from the
+    /// allocators' demand, as at risk (`analysis::demand`).
+    pub cache_full_pct: f64,
 }
 
 impl Default for EnvelopeParams {
@@ -140,6 +147,7 @@ impl Default for EnvelopeParams {
             saturated_frac: 0.0025,
             at_risk_pct: 97.0,
             at_risk_window: Duration::from_secs(30),
+            cache_full_pct: 90.0,
         }
     }
 }

@@ -493,6 +493,40 @@ mod tests {
         assert!(with.high_s.unwrap() >= 148.0, "{with:?}");
     }
 
+    /// Held at 130 GiB of 140 (93 %: not at risk) by the caching
+    /// allocator while the tensors' peak climbs 0.25 GiB/s from 110 GiB:
+    /// the driver sees no growth, the demand reaches the top (139.5 GiB of
+    /// tensors and the 0.5 GiB context) at 118 s. From `cache_full_pct`
+    /// (90 %) on, the forecast is the demand's; above it, none.
+    #[test]
+    fn a_gpu_held_flat_by_its_cache_is_forecast_from_its_allocators_figures() {
+        let gib = (1u64 << 30) as f64;
+        let oom_ms = 1_000_000 + 118_000;
+        let shown = |cache_full_pct: f64| {
+            let mut cfg = AnalysisConfig::default();
+            cfg.envelope.cache_full_pct = cache_full_pct;
+            let mut a = Analyzer::new(&cfg);
+            let mut shown = Vec::new();
+            for s in 0..60u64 {
+                let peak = ((110.0 + 0.25 * s as f64) * gib) as u64;
+                a.observe(&one_torch_process(s, 130 << 30, Some(peak)));
+                let g = a.gpu(0).unwrap();
+                assert!(g.at_risk_pct.is_none(), "{s}: {g:?}");
+                if let Some(f) = g.forecast {
+                    shown.push((s, f));
+                }
+            }
+            shown
+        };
+        let on = shown(90.0);
+        assert!(on.first().is_some_and(|(s, _)| *s <= 10), "{on:?}");
+        assert!(on.len() >= 45, "{}", on.len());
+        for (s, f) in &on {
+            assert!(f.contains(oom_ms), "{s}: {f:?}");
+        }
+        assert!(shown(95.0).is_empty());
+    }
+
     #[test]
     fn a_saturated_gpu_is_forecast_from_its_allocators_figures() {
         let oom_ms = 1_000_000 + 58_000;

@@ -107,6 +107,7 @@ fn params() -> AnalysisConfig {
             "min_regime" => e.min_regime = secs(x),
             "min_points" => e.min_points = (x as usize).max(2),
             "at_risk_pct" => e.at_risk_pct = x,
+            "cache_full_pct" => e.cache_full_pct = x,
             "one_step_share" => e.one_step_share = x,
             "max_fill" => e.max_fill = x,
             "max_extrapolation" => e.max_extrapolation = x,

@@ -367,11 +367,14 @@ fn the_corpus_held_out_from_the_tensors_view_scores_at_least_as_it_did() {
 /// never flagged. Tuned on since: a rise that falls back within 30 s is a
 /// transient for the forecast and the leak flag (`vision_leak`'s 13 GiB
 /// validation was 17 % of the H100 and started both again): 5 of 7 held,
-/// `vision_leak` flagged 24 s into its growth (2 s before its OOM).
+/// `vision_leak` flagged 24 s into its growth (2 s before its OOM); and
+/// from 90 % read with no forecast of the driver's own, the allocators'
+/// demand is forecast from (`eval_spike/cached`'s cache held 95.6 % flat
+/// for its last 22 s): 6 of 7.
 #[test]
 fn the_corpus_held_out_from_the_sixteenth_session_scores_at_least_as_it_did() {
-    let s = scored_set("fifteenth", (8, 4, 7), 5, 24.5, 1, &["healthy_train"]);
-    assert!(s.shown_by_30 >= 2 && s.settled_held >= 5, "{s:?}");
+    let s = scored_set("fifteenth", (8, 4, 7), 6, 24.5, 1, &["healthy_train"]);
+    assert!(s.shown_by_30 >= 2 && s.settled_held >= 6, "{s:?}");
 }
 
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
