@@ -377,6 +377,22 @@ fn the_corpus_held_out_from_the_sixteenth_session_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 2 && s.settled_held >= 6, "{s:?}");
 }
 
+/// Held out from the sixteenth session's rules (plans/sixteenth.plan, seed
+/// 19, written on 2026-12-05 18:31 UTC after the spike and one-step rules;
+/// recorded on one H100 80GB at 18:54 UTC with ee6cc11, the last analysis
+/// change) and scored once: 5 of 8 held (5 of 5 where the growth had run
+/// 15 s or more; the three T−30 s, 7–9 s into growth, not yet shown),
+/// shown by T−30 s on 1 of 4; one false alarm, the KV cache at τ 38 s (a
+/// forecast 36 s into its fill); `vision_steady` ×0.9 and `healthy_train`
+/// ×1.1 silent; every leak flagged within 20 s. The code before the
+/// session: 4 of 8, `vision_leak` ×0.7 never flagged (its validation,
+/// above a level shift on the H100, started the detector again).
+#[test]
+fn the_corpus_held_out_from_the_spike_rule_scores_at_least_as_it_did() {
+    let s = scored_set("sixteenth", (7, 4, 8), 5, 20.5, 1, &["kv_plateau"]);
+    assert!(s.shown_by_30 >= 1 && s.settled_held >= 5, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
