@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use super::alerts::{self, Alert, GpuAlerts};
 use super::demand::{ProcDemand, demand_forecast, latest_from_demand, steady_latest};
-use super::envelope::{Envelope, Rises, SPIKE_MS};
+use super::envelope::{Envelope, Rises};
 use super::forecast::{self, Room};
 use super::leak::{LeakChange, LeakDetector};
 use super::series::Series;
@@ -109,23 +109,6 @@ struct ProcTrack {
     /// When its memory last shifted level.
     shifted_ms: Option<Millis>,
     a: ProcAssessment,
-}
-
-/// A process's leak detectors as they were before its memory rose by a
-/// level shift. The rise starts them again (weights or a data set arriving
-/// are not a leak's beginning); when memory falls back to within a shift
-/// of where it was within [`SPIKE_MS`], the rise was a transient (an
-/// evaluation pass), and they come back as they were: `fifteenth/02`'s
-/// leak, on an H100 where its validation spike was 17 % of the GPU, was
-/// never flagged, its detector started again at each validation.
-#[derive(Debug)]
-struct BeforeRise {
-    at: Millis,
-    level: u64,
-    leak: LeakDetector,
-    tensors: TensorLeak,
-    rises: Rises,
-    leak_alerted: bool,
 }
 
 impl ProcTrack {
@@ -343,52 +326,7 @@ impl Analyzer {
             // A rise by more than this is a new high (driver and tensors).
             let tol = total as f64 / 1000.0;
             if let Some(m) = sp.mem {
-                // A level shift (weights or a data set arriving) is not a
-                // leak's beginning: the detector starts again after it.
-                let shift = cfg.envelope.shift_frac * total as f64;
-                tr.before_rise = tr.before_rise.take().filter(|b| t <= b.at + SPIKE_MS);
-                let back = tr
-                    .before_rise
-                    .as_ref()
-                    .is_some_and(|b| (m as f64 - b.level as f64).abs() < shift);
-                if back && let Some(b) = tr.before_rise.take() {
-                    tr.leak = b.leak;
-                    tr.tensors = b.tensors;
-                    tr.rises = b.rises;
-                    tr.leak_alerted = b.leak_alerted;
-                } else if total > 0
-                    && let Some(l) = tr.last_mem
-                    && l.abs_diff(m) as f64 >= shift
-                {
-                    // A rise: what the detectors knew is kept for its fall
-                    // (but a rise in steps keeps the level before the
-                    // first: the level after it had not settled).
-                    let settled = tr.shifted_ms.is_none_or(|s| {
-                        t.saturating_sub(s) >= cfg.envelope.min_regime.as_millis() as Millis
-                    });
-                    if m > l && (settled || tr.before_rise.is_none()) {
-                        tr.before_rise = Some(Box::new(BeforeRise {
-                            at: t,
-                            level: l,
-                            leak: tr.leak.clone(),
-                            tensors: tr.tensors.clone(),
-                            rises: tr.rises.clone(),
-                            leak_alerted: tr.leak_alerted,
-                        }));
-                    }
-                    tr.shifted_ms = Some(t);
-                    tr.leak = LeakDetector::new(&cfg.leak);
-                    tr.tensors = TensorLeak::new(&cfg.leak);
-                    tr.leak_alerted = false;
-                    tr.rises.clear();
-                    // A fill to a new high is not the growth after it
-                    // either (a sawtooth climbing back to where it was is
-                    // its own shape, and stays in the window).
-                    let high = tr.series.window.max().unwrap_or(0.0);
-                    if m as f64 >= high + shift {
-                        tr.series.restart_trend();
-                    }
-                }
+                tr.level_shift(t, m, total, cfg);
                 tr.last_mem = Some(m);
                 tr.rises.observe(t, m as f64, tol);
                 if cfg.allocator_demand
@@ -445,7 +383,9 @@ impl Analyzer {
             a.rate = tr.series.estimate.map(|e| e.rate);
             a.phase = tr.series.phase.phase();
             a.phase_since_ms = tr.series.phase.since_ms();
-            a.leak = flag;
+            // Over a rise that may yet fall back (an evaluation pass), the
+            // flag from before it stays shown (not alerted again).
+            a.leak = flag.or_else(|| tr.before_rise.as_ref().and_then(|b| b.leak.flag().copied()));
         }
         out
     }
@@ -607,3 +547,6 @@ impl Analyzer {
         }
     }
 }
+
+mod rise;
+use rise::BeforeRise;

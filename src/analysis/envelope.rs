@@ -62,11 +62,11 @@
 //! memory within the last `at_risk_window` is **at risk** whether or not
 //! it grows: the caching allocator has taken nearly everything and the next
 //! larger allocation may fail (the driver-level figure is saturated, so no
-//! trend can be seen in it). There, and where a reading of at least
-//! `cache_full_pct` gives no forecast of its own (the cache can hold the
-//! figure flat below the at-risk level), where the processes publish
-//! their allocator figures, the analyzer forecasts the same way from their
-//! demand instead (`analysis::demand`).
+//! trend can be seen in it). Where the processes publish their allocator
+//! figures, the analyzer then forecasts the same way from their demand
+//! instead (`analysis::demand`); it does so too where a reading of at
+//! least `cache_full_pct` gives no forecast of its own (the cache can hold
+//! the figure flat below the at-risk level).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -478,7 +478,7 @@ impl Envelope {
         // trend, however long ago the step came (a steady job's allocator
         // taking one more segment; the newer half alone lost it).
         if step_share(self.regime.points.iter().map(|q| q.used)) >= p.one_step_share {
-            return Err(Refusal::Because("mostly one step"));
+            return Err(Refusal::OneStep);
         }
         // A staircase's rate is known to about one stair over the span (when
         // the next one comes is anyone's guess): Sen's interval, made from

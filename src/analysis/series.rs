@@ -19,6 +19,14 @@ pub(crate) struct Series {
     pub estimate: Option<Estimate>,
 }
 
+/// A series' trend, set aside over a transient ([`Series::trend`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Trend {
+    window: Window,
+    estimate: Option<Estimate>,
+    phase: PhaseTracker,
+}
+
 impl Series {
     pub(crate) fn new(window: Duration) -> Series {
         Series {
@@ -28,6 +36,23 @@ impl Series {
             phase: PhaseTracker::default(),
             estimate: None,
         }
+    }
+
+    /// The trend (window, estimate, phase) as it stands, for
+    /// [`Series::put_trend`] after a transient.
+    pub(crate) fn trend(&self) -> Trend {
+        Trend {
+            window: self.window.clone(),
+            estimate: self.estimate,
+            phase: self.phase.clone(),
+        }
+    }
+
+    /// Puts back a trend taken before a transient (the peaks stay).
+    pub(crate) fn put_trend(&mut self, t: Trend) {
+        self.window = t.window;
+        self.estimate = t.estimate;
+        self.phase = t.phase;
     }
 
     /// Forgets the trend (the window, its estimate and the phase) but not

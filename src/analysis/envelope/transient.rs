@@ -1,8 +1,9 @@
 //! A level shift that comes back is a transient, not a new regime
 //! ([`Envelope::set_aside`], [`Envelope::come_back`]): a drop that comes
 //! back at the next sample (a cache released and taken again), a rise that
-//! falls back within [`SPIKE_MS`] (an evaluation pass, another process's
-//! spike).
+//! falls back to within half a shift within [`SPIKE_MS`] (an evaluation
+//! pass, another process's spike; a fall to more than a shift below, or a
+//! process of the GPU gone, ends the wait).
 
 use std::collections::VecDeque;
 
@@ -52,10 +53,17 @@ impl Envelope {
             .front()
             .map_or(0, |f| t_ms.saturating_sub(f.t));
         if self.undo.as_ref().is_some_and(|u| u.up) && since < young {
-            let kept = self.undo.take();
+            let mut kept = self.undo.take();
             self.restart();
+            // A drop (an OOM's process gone, the spike's processes still
+            // listed): its peaks say nothing about the risk now, as below;
+            // they come back if the rise's regime does.
             if change < 0.0 {
                 pt.peak = pt.used;
+                let peaks = std::mem::take(&mut self.fullness);
+                if let Some(u) = kept.as_mut() {
+                    u.fullness.get_or_insert(peaks);
+                }
             }
             self.undo = kept;
             return;
@@ -94,13 +102,16 @@ impl Envelope {
         if age > if u.up { SPIKE_MS } else { TRANSIENT_MS } {
             return;
         }
-        let back = u
-            .regime
-            .points
-            .back()
-            .is_some_and(|b| (used - b.used).abs() < shift);
-        if !back {
-            if u.up {
+        // A rise is back within half a shift (one that drifts down a
+        // little stays a level); a drop at the next sample, within one.
+        let Some(old) = u.regime.points.back().map(|b| b.used) else {
+            return;
+        };
+        let near = if u.up { shift / 2.0 } else { shift };
+        if (used - old).abs() >= near {
+            // A rise stays pending while memory stays above where it was
+            // less a shift: a fall below that is memory given back.
+            if u.up && used > old - shift {
                 self.undo = Some(u);
             }
             return;

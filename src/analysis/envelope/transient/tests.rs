@@ -163,3 +163,23 @@ fn a_restart_from_outside_forgets_the_regime_a_shift_ended() {
     let o = e.observe(at(31), mem(95.5 * GIB), None, 1.0, &p, true);
     assert!(o.rate.is_none(), "the old regime came back: {o:?}");
 }
+
+#[test]
+fn a_drop_during_a_spike_clears_the_risk() {
+    // 120 GiB growing 0.1 GiB/s, peaks read at 137 GiB (98 %: at risk);
+    // at 30 s a spike to 139 GiB (a shift), at 31 s everything gone (an OOM
+    // whose process the snapshot still lists): not at risk from then on.
+    let f = |s: u64| {
+        let u = match s {
+            30 => 139.0 * GIB,
+            31.. => 0.5 * GIB,
+            _ => 120.0 * GIB + 0.1 * GIB * s as f64,
+        };
+        (u, if s < 30 && s % 5 == 4 { 137.0 * GIB } else { u })
+    };
+    let o = run(40, f);
+    assert!(o[29].at_risk_pct.is_some());
+    for (s, x) in o.iter().enumerate().skip(31) {
+        assert!(x.at_risk_pct.is_none(), "{s} s: {x:?}");
+    }
+}
