@@ -11,8 +11,8 @@ use crate::model::Millis;
 
 /// A process's leak detectors as they were before its memory rose by a
 /// level shift. The rise starts them again (weights or a data set arriving
-/// are not a leak's beginning); when memory falls back to within a shift
-/// of where it was within [`SPIKE_MS`], the rise was a transient (an
+/// are not a leak's beginning); when memory falls back to within half a
+/// shift of where it was within [`SPIKE_MS`], the rise was a transient (an
 /// evaluation pass), and they come back as they were: `fifteenth/02`'s
 /// leak, on an H100 where its validation spike was 17 % of the GPU, was
 /// never flagged, its detector started again at each validation.
