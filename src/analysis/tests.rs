@@ -451,3 +451,23 @@ fn a_growing_gpu_gets_a_forecast_and_one_alert() {
         Some((10u64 << 30) + 59 * (1 << 30))
     );
 }
+
+#[test]
+fn a_process_gone_during_a_spike_ends_the_gpus_regime() {
+    const GIB: u64 = 1 << 30;
+    // 100 GiB: a steady 60 GiB process, and a small one leaking 50 MiB/s
+    // from 2 GiB that spikes 15 GiB at 30 s and is gone at 31 s (its OOM).
+    // What is left is within half a shift of the level before the spike,
+    // but it is memory given back, not the spike's end: the GPU's regime
+    // starts again rather than going on with the leak's growth.
+    let mut a = Analyzer::new(&AnalysisConfig::default());
+    for t in 0..30 {
+        let b = 2 * GIB + t * 50 * (1 << 20);
+        a.observe(&snap(t, 60 * GIB + b, &[(1, 60 * GIB), (2, b)]));
+    }
+    let b = 2 * GIB + 30 * 50 * (1 << 20) + 15 * GIB;
+    a.observe(&snap(30, 60 * GIB + b, &[(1, 60 * GIB), (2, b)]));
+    a.observe(&snap(31, 60 * GIB, &[(1, 60 * GIB)]));
+    let (_, why) = a.envelope_state(0).unwrap();
+    assert_eq!(why, "young regime");
+}

@@ -183,3 +183,27 @@ fn a_drop_during_a_spike_clears_the_risk() {
         assert!(x.at_risk_pct.is_none(), "{s} s: {x:?}");
     }
 }
+
+#[test]
+fn a_spike_that_climbs_in_two_steps_comes_back_to_the_level_before_it() {
+    // 80 GiB growing 0.5 GiB/s; at 30 s 15 GiB more, at 31 s 15 GiB more
+    // again (each a shift), back at 33 s: the regime before the first step
+    // comes back, not the one-sample level between the two.
+    let base = |s: u64| 80.0 * GIB + 0.5 * GIB * s as f64;
+    let f = |s: u64| {
+        let extra = match s {
+            30 => 15.0,
+            31 | 32 => 30.0,
+            _ => 0.0,
+        };
+        let u = base(s) + extra * GIB;
+        (u, u)
+    };
+    let o = run(36, f);
+    assert!(o[32].rate.is_none());
+    assert!(
+        o[33].rate.is_some() && o[33].forecast.is_some(),
+        "{:?}",
+        o[33]
+    );
+}
