@@ -225,16 +225,36 @@ pub fn abbreviate_among(cmds: &[&str], among: &[&str], width: usize) -> Vec<Stri
         .collect()
 }
 
-/// `s` scrolled `by` characters to the left, "…" marking the hidden start.
-pub fn scrolled(s: &str, by: usize) -> String {
+/// `s` scrolled `by` characters to the left, in `width` characters: "…"
+/// marks a hidden start (in place of one character, so the first step
+/// already shows that something is hidden) and a hidden end, so a cut
+/// command always shows it was cut. It scrolls no further than puts its
+/// end in view, so at the furthest scroll of a column every command
+/// shows its end. Unscrolled, it is `s` [`cut`] at the end.
+pub fn window(s: &str, by: usize, width: usize) -> String {
+    let by = by.min(s.chars().count().saturating_sub(width));
     if by == 0 {
-        return s.to_owned();
+        return cut(s, width);
     }
-    let rest: String = s.chars().skip(by + 1).collect();
-    if rest.is_empty() {
-        return "…".into();
+    let rest: Vec<char> = s.chars().skip(by + 1).collect();
+    if width < 3 || rest.is_empty() {
+        return "…".chars().take(width).collect();
     }
-    format!("…{rest}")
+    let room = width - 1;
+    if rest.len() <= room {
+        return std::iter::once('…').chain(rest).collect();
+    }
+    let shown: String = rest[..room - 1].iter().collect();
+    format!("…{}…", shown.trim_end())
+}
+
+/// How far the command column scrolls: until the end of the longest of
+/// `lens` (in characters) is in view in a column `width` wide.
+pub fn max_scroll(lens: impl IntoIterator<Item = usize>, width: usize) -> usize {
+    lens.into_iter()
+        .map(|l| l.saturating_sub(width))
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -308,9 +328,32 @@ mod tests {
     }
 
     #[test]
-    fn scrolling_marks_the_hidden_start() {
-        assert_eq!(scrolled("abcdef", 0), "abcdef");
-        assert_eq!(scrolled("abcdef", 2), "…def");
-        assert_eq!(scrolled("abc", 9), "…");
+    fn a_scrolled_window_marks_both_cut_ends() {
+        assert_eq!(window("abcdef", 0, 9), "abcdef");
+        assert_eq!(window("abcdef", 0, 4), "abc…");
+        assert_eq!(window("abcdefghij", 2, 5), "…def…");
+        assert_eq!(window("abcdefghij", 1, 9), "…cdefghij");
+        assert_eq!(window("abcdefgh", 2, 4), "…de…");
+        assert_eq!(window("abcdefgh", 9, 4), "…fgh", "no further than its end");
+        assert_eq!(window("abc", 9, 5), "abc", "whole where it fits");
+        // Two ranks that differ only at the end: cut, each says so; at
+        // the furthest scroll, the end that tells them apart is in view.
+        let r0 = "python train.py --model llama-8b --ddp --batch 16 --rank 0";
+        let r1 = "python train.py --model llama-8b --ddp --batch 16 --rank 1";
+        let w = 22;
+        let last = max_scroll([r0.len(), r1.len()], w);
+        for by in (8..last).step_by(8) {
+            let (a, b) = (window(r0, by, w), window(r1, by, w));
+            assert!(a.starts_with('…') && a.ends_with('…'), "{by}: {a}");
+            assert_eq!(a.chars().count(), w);
+            assert_eq!(a, b, "the same until the end is in view");
+        }
+        assert_eq!(window(r0, last, w), "…p --batch 16 --rank 0");
+        assert_eq!(window(r1, last, w), "…p --batch 16 --rank 1");
+        for width in 0..30 {
+            for by in 0..70 {
+                assert!(window(SPAWN, by, width).chars().count() <= width);
+            }
+        }
     }
 }

@@ -63,3 +63,15 @@ pub(crate) const LEGEND: [(&str, &str); 13] = [
 pub(crate) fn line_count(keys: &KeyMap) -> usize {
     key_lines(keys).len() + FIXED.len() + 1 + LEGEND.len()
 }
+
+/// Lines of `total` the help box shows in a terminal `height` rows tall:
+/// as many as fit inside its border.
+pub(crate) fn shown_lines(total: usize, height: u16) -> u16 {
+    let total = total.min(u16::MAX as usize - 2) as u16;
+    (total + 2).min(height).saturating_sub(2)
+}
+
+/// The furthest the help scrolls: its last line at the bottom of the box.
+pub(crate) fn max_scroll(total: usize, height: u16) -> u16 {
+    (total.min(u16::MAX as usize) as u16).saturating_sub(shown_lines(total, height))
+}

@@ -92,14 +92,32 @@ impl App {
                 self.nav.pop();
                 self.help_scroll = 0;
             }
-            Intent::Up | Intent::PageUp | Intent::Home | Intent::First => {
-                let d = if intent == Intent::Up { 1 } else { u16::MAX };
-                self.help_scroll = self.help_scroll.saturating_sub(d);
-            }
-            Intent::Down | Intent::PageDown | Intent::End | Intent::Last => {
-                let d = if intent == Intent::Down { 1 } else { 10 };
-                let max = super::help::line_count(&self.settings.config.keys) as u16;
-                self.help_scroll = (self.help_scroll + d).min(max.saturating_sub(1));
+            Intent::Up
+            | Intent::Down
+            | Intent::PageUp
+            | Intent::PageDown
+            | Intent::Home
+            | Intent::End
+            | Intent::First
+            | Intent::Last => {
+                // Within what the box shows at this height: End puts the
+                // last line at its bottom, and Up moves at once from there.
+                let total = super::help::line_count(&self.settings.config.keys);
+                let height = self.nav.size.1;
+                let max = super::help::max_scroll(total, height);
+                let page = super::help::shown_lines(total, height)
+                    .saturating_sub(1)
+                    .max(1);
+                let now = self.help_scroll.min(max);
+                self.help_scroll = match intent {
+                    Intent::Up => now.saturating_sub(1),
+                    Intent::Down => now.saturating_add(1),
+                    Intent::PageUp => now.saturating_sub(page),
+                    Intent::PageDown => now.saturating_add(page),
+                    Intent::Home | Intent::First => 0,
+                    _ => max,
+                }
+                .min(max);
             }
             _ => {}
         }
@@ -367,9 +385,26 @@ impl App {
             self.say("cannot signal processes in a replay".into(), false);
             return;
         }
-        let id = match self.nav.screen() {
-            Screen::Process(id) => Some(id),
-            _ => self.table.selected,
+        // Only a process the user sees selected: the one whose view is
+        // open, or the table's highlighted row while the table has the
+        // focus (elsewhere its selection is not highlighted).
+        let id = match (self.nav.screen(), self.nav.focus) {
+            (Screen::Process(id), _) => Some(id),
+            (Screen::Overview, Pane::Procs) => self.table.selected,
+            (Screen::Overview, _) => {
+                self.say(
+                    "select a process first: Tab to the process table, then ↑/↓".into(),
+                    false,
+                );
+                return;
+            }
+            _ => {
+                self.say(
+                    "select a process first: Esc, then ↑/↓ in the process table".into(),
+                    false,
+                );
+                return;
+            }
         };
         let Some(id) = id else {
             self.say("no process selected".into(), false);

@@ -385,6 +385,17 @@ pub fn fit_columns(configured: &[Column], width: u16) -> Vec<Column> {
     cols
 }
 
+/// Width of the COMMAND column in a table `width` wide, where it is shown:
+/// what the table draws each command in, and what its sort and scroll go by.
+pub fn command_column_width(configured: &[Column], width: u16) -> Option<usize> {
+    let cols = fit_columns(configured, width);
+    let spans = column_spans(&cols, width);
+    cols.iter()
+        .zip(&spans)
+        .find(|(c, _)| **c == Column::Command)
+        .map(|(_, s)| s.1 as usize)
+}
+
 /// (x, width) of each column within a row `width` wide; COMMAND takes what
 /// is left. Laid out by hand: the table is drawn every frame and a generic
 /// table widget's layout solving cost most of the frame.

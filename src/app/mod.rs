@@ -306,6 +306,7 @@ impl App {
             &self.table.filter,
             self.table.sort,
             &|s| self.proc_insight(&s.id),
+            self.command_width().unwrap_or(usize::MAX),
         )
     }
 
@@ -322,6 +323,7 @@ impl App {
             &format!("gpu:{gpu}"),
             Sort::default(),
             &|s| self.proc_insight(&s.id),
+            usize::MAX,
         )
     }
 

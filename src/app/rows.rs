@@ -8,6 +8,7 @@ use crate::config::Column;
 use crate::history::{History, ProcId, ProcPoint, ProcSeries};
 use crate::model::Millis;
 
+use super::cmdline;
 use super::insight::ProcInsight;
 use super::view::Sort;
 use crate::analysis::Phase;
@@ -156,15 +157,26 @@ pub fn matches(s: &ProcSeries, filter: &Filter) -> bool {
             .is_some_and(|p| p.to_string().contains(needle.as_str()))
 }
 
+/// The COMMAND cell of each row as the table shows it unscrolled: each
+/// command abbreviated to `width` characters against the other rows
+/// (`usize::MAX`: whole, interpreter paths and flags dropped).
+pub fn shown_commands(rows: &[Row], width: usize) -> Vec<String> {
+    let labels: Vec<&str> = rows.iter().map(|r| r.series.facts.label()).collect();
+    cmdline::abbreviate_all(&labels, width)
+}
+
 /// Rows listed at `slot`, filtered and sorted. `insight` gives what the
 /// analysis says of a process (its growth, whether it swings) where it
-/// knows it.
+/// knows it. The command sort goes by the cell as shown in a COMMAND
+/// column `command_width` wide ([`shown_commands`]), A to Z whatever the
+/// case, then by PID.
 pub fn rows_at<'a>(
     history: &'a History,
     slot: u64,
     filter: &str,
     sort: Sort,
     insight: &dyn Fn(&ProcSeries) -> Option<ProcInsight>,
+    command_width: usize,
 ) -> Vec<Row<'a>> {
     let filter = Filter::parse(filter);
     let totals: Vec<Option<u64>> = (0..history.gpu_count())
@@ -179,7 +191,7 @@ pub fn rows_at<'a>(
             .map_or(history.first_slot(), |s| s + 1),
         _ => slot,
     };
-    let mut rows: Vec<Row<'a>> = history
+    let rows: Vec<Row<'a>> = history
         .processes_at(slot)
         .into_iter()
         .filter(|(s, _)| matches(s, &filter))
@@ -217,17 +229,33 @@ pub fn rows_at<'a>(
             }
         })
         .collect();
-    rows.sort_by(|a, b| {
+    // The command sort's key: the cell as shown, folded to lower case.
+    let keys: Vec<(String, String)> = if sort.column == Column::Command {
+        shown_commands(&rows, command_width)
+            .into_iter()
+            .map(|c| (c.to_lowercase(), c))
+            .collect()
+    } else {
+        vec![Default::default(); rows.len()]
+    };
+    let mut keyed: Vec<((String, String), Row<'a>)> = keys.into_iter().zip(rows).collect();
+    keyed.sort_by(|(ka, a), (kb, b)| {
         // Exited processes go last whatever the sort.
         a.exited
             .cmp(&b.exited)
             .then_with(|| {
-                let o = compare(a, b, sort.column);
+                let o = compare(a, b, sort.column).then_with(|| ka.cmp(kb));
                 if sort.descending { o.reverse() } else { o }
+            })
+            // Commands shown the same: by PID, whichever way (two ranks
+            // of a job keep their order); other ties by GPU, then PID.
+            .then_with(|| match sort.column {
+                Column::Command => a.id().key.pid.cmp(&b.id().key.pid),
+                _ => Ordering::Equal,
             })
             .then_with(|| a.id().cmp(&b.id()))
     });
-    rows
+    keyed.into_iter().map(|(_, r)| r).collect()
 }
 
 fn cmp_opt<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Ordering {
@@ -266,7 +294,8 @@ fn compare(a: &Row, b: &Row, column: Column) -> Ordering {
         Column::Rss => cmp_opt(a.last.and_then(|p| p.rss), b.last.and_then(|p| p.rss)),
         // Older first when ascending: sort by start, reversed.
         Column::Age => b.series.first_seen_ms.cmp(&a.series.first_seen_ms),
-        Column::Command => fa.command.cmp(&fb.command),
+        // By the cell as shown: the caller's key.
+        Column::Command => Ordering::Equal,
     }
 }
 
@@ -328,7 +357,7 @@ mod tests {
     #[test]
     fn default_sort_is_memory_descending_with_exited_last() {
         let h = history();
-        let rows = rows_at(&h, 1, "", Sort::default(), &|_| None);
+        let rows = rows_at(&h, 1, "", Sort::default(), &|_| None, usize::MAX);
         assert_eq!(pids(&rows), vec![11, 12, 10, 13]);
         assert!(rows[3].exited && rows[3].point.is_none() && rows[3].last.is_some());
         assert_eq!(rows[0].mem_pct, Some(30.0));
@@ -372,23 +401,23 @@ mod tests {
         };
         // Slot 11: PID 1 reads 100 (slots 10-11 low, 8-9 high); PID 3 has
         // read 50 for 6 s and is not swinging: it sorts by its reading.
-        let rows = rows_at(&h, 11, "", Sort::default(), &insight);
+        let rows = rows_at(&h, 11, "", Sort::default(), &insight, usize::MAX);
         assert_eq!(rows[0].mem(), Some(100));
         assert_eq!(pids(&rows), vec![1, 2, 3]);
         assert_eq!(rows[0].held_mem, Some(800));
         // Without the analysis (or once it no longer swings) the reading
         // decides, as before.
         assert_eq!(
-            pids(&rows_at(&h, 11, "", Sort::default(), &|_| None)),
+            pids(&rows_at(&h, 11, "", Sort::default(), &|_| None, usize::MAX)),
             vec![2, 1, 3]
         );
         // The hold looks back SORT_HOLD_MS, never past the slot shown.
-        let rows = rows_at(&h, 1, "", Sort::default(), &insight);
+        let rows = rows_at(&h, 1, "", Sort::default(), &insight, usize::MAX);
         assert_eq!(pids(&rows), vec![3, 1, 2]);
         assert_eq!(rows[1].held_mem, Some(800));
         // At slot 3 PID 1 reads 100 after two lows; the last high (slot 1) is
         // 2 s back, within the hold.
-        let rows = rows_at(&h, 3, "", Sort::default(), &insight);
+        let rows = rows_at(&h, 3, "", Sort::default(), &insight, usize::MAX);
         assert_eq!(rows[1].id().key.pid, 1);
         assert_eq!((rows[1].mem(), rows[1].held_mem), (Some(100), Some(800)));
         // A process the analysis cannot judge yet (`warming up`) is held
@@ -402,16 +431,16 @@ mod tests {
             })
         };
         assert_eq!(
-            pids(&rows_at(&h, 8, "", Sort::default(), &warming)),
+            pids(&rows_at(&h, 8, "", Sort::default(), &warming, usize::MAX)),
             vec![3, 1, 2]
         );
         assert_eq!(
-            pids(&rows_at(&h, 8, "", Sort::default(), &insight)),
+            pids(&rows_at(&h, 8, "", Sort::default(), &insight, usize::MAX)),
             vec![1, 2, 3]
         );
         // Once the fall has held SORT_HOLD_MS it sorts by its reading.
         assert_eq!(
-            pids(&rows_at(&h, 11, "", Sort::default(), &warming)),
+            pids(&rows_at(&h, 11, "", Sort::default(), &warming, usize::MAX)),
             vec![1, 2, 3]
         );
     }
@@ -419,8 +448,16 @@ mod tests {
     #[test]
     fn sorting_by_other_columns_and_inverting() {
         let h = history();
-        let by =
-            |column, descending| pids(&rows_at(&h, 1, "", Sort { column, descending }, &|_| None));
+        let by = |column, descending| {
+            pids(&rows_at(
+                &h,
+                1,
+                "",
+                Sort { column, descending },
+                &|_| None,
+                usize::MAX,
+            ))
+        };
         assert_eq!(by(Column::Pid, false), vec![10, 11, 12, 13]);
         assert_eq!(by(Column::Pid, true), vec![12, 11, 10, 13]);
         assert_eq!(by(Column::User, false), vec![10, 12, 11, 13]);
@@ -428,9 +465,53 @@ mod tests {
     }
 
     #[test]
+    fn the_command_sort_goes_by_the_cell_as_shown_then_pid() {
+        let mut h = History::new(100, 1000, 60_000);
+        let p = |pid, cmd: &str| ProcSample {
+            pid,
+            start_time: 5,
+            gpu: 0,
+            mem: Some(100),
+            command: Some(cmd.into()),
+            ..Default::default()
+        };
+        let rank = |r| format!("/usr/bin/python3 -u /srv/app/train.py --rank {r}");
+        h.push(&Snapshot {
+            t_ms: 1000,
+            procs: vec![
+                p(20, &rank(1)),
+                p(21, &rank(0)),
+                p(22, "/opt/vllm/bin/vllm serve m"),
+                p(23, "Xorg :0"),
+                p(24, "jupyter lab"),
+                // Shown as PID 21 is (its interpreter's flag is not).
+                p(25, "/usr/bin/python3 /srv/app/train.py --rank 0"),
+                p(26, "perl z.pl"),
+                p(27, "python3 alpha.py --a-flag-that-is-long"),
+            ],
+            ..Default::default()
+        });
+        let by = |descending, width| {
+            let sort = Sort {
+                column: Column::Command,
+                descending,
+            };
+            pids(&rows_at(&h, 0, "", sort, &|_| None, width))
+        };
+        // Not by the path (`/opt/…` before `/usr/…`, `X` before `j`): by
+        // what the cell shows, A to Z whatever the case; the same text by
+        // PID, whichever way.
+        assert_eq!(by(false, 60), [24, 26, 27, 21, 25, 20, 22, 23]);
+        assert_eq!(by(true, 60), [23, 22, 20, 21, 25, 27, 26, 24]);
+        // Narrow, a script's interpreter gives way: `alpha.py --a-fla…`
+        // is shown, and sorts, before `perl z.pl`.
+        assert_eq!(by(false, 20), [27, 24, 26, 21, 25, 20, 22, 23]);
+    }
+
+    #[test]
     fn filter_matches_command_user_container_and_pid() {
         let h = history();
-        let f = |s: &str| pids(&rows_at(&h, 1, s, Sort::default(), &|_| None));
+        let f = |s: &str| pids(&rows_at(&h, 1, s, Sort::default(), &|_| None, usize::MAX));
         assert_eq!(f("ALICE"), vec![12, 10]);
         assert_eq!(f("vllm"), vec![11]);
         assert_eq!(f("12"), vec![12]);
@@ -473,6 +554,7 @@ mod tests {
                 descending: true,
             },
             &rate,
+            usize::MAX,
         );
         assert_eq!(pids(&rows), vec![12, 11, 10, 13]);
         assert_eq!(rows[3].rate, None, "exited processes have no trend");

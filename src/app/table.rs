@@ -103,16 +103,27 @@ impl App {
         self.keep_selection_visible();
     }
 
-    /// Shift-←/→: scrolls the command column by `delta` characters.
+    /// Width of the table's COMMAND column at the terminal's size, where
+    /// it is shown (the table is as wide as the terminal).
+    pub fn command_width(&self) -> Option<usize> {
+        let width = self.nav.size.0;
+        if width == 0 {
+            return None;
+        }
+        super::layout::command_column_width(&self.settings.config.display.columns, width)
+    }
+
+    /// Shift-←/→: scrolls the command column by `delta` characters, until
+    /// the end of the longest command is in view.
     pub(super) fn scroll_command(&mut self, delta: i32) {
-        let longest = self
+        let lens: Vec<usize> = self
             .rows()
             .iter()
             .map(|r| r.series.facts.label().chars().count())
-            .max()
-            .unwrap_or(0) as i32;
-        let next = (self.table.hscroll as i32 + delta).clamp(0, (longest - 8).max(0));
-        self.table.hscroll = next as u16;
+            .collect();
+        let max = super::cmdline::max_scroll(lens, self.command_width().unwrap_or(8));
+        let next = (self.table.hscroll as i64 + delta as i64).clamp(0, max as i64);
+        self.table.hscroll = next.min(u16::MAX as i64) as u16;
     }
 
     /// `s`/`>` (forward) and `<` (back) through the columns shown at the

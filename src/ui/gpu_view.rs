@@ -37,6 +37,19 @@ fn gpu_points(
         .collect()
 }
 
+/// Seconds from the oldest slot of History within `span` slots before
+/// `slot` to `slot` (the charts' x axis), 10 at least so that a chart
+/// of the first seconds is not a few points across its width.
+fn data_span_s(app: &App, slot: u64, span: u64) -> f64 {
+    let h = app.history();
+    let from = slot.saturating_sub(span).max(h.first_slot());
+    let secs = match (h.time_at(from), h.time_at(slot)) {
+        (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1000.0,
+        _ => 0.0,
+    };
+    secs.max(10.0)
+}
+
 impl Widget for &GpuView<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.app;
@@ -237,7 +250,10 @@ impl GpuView<'_> {
             .gpu_at(i, slot)
             .and_then(|g| g.mem)
             .map(|m| gib(m.total));
-        let span_s = (span * app.history().interval_ms()) as f64 / 1000.0;
+        // The time axis spans the data there is, up to the window (as the
+        // process view's): a minute of history is not drawn as a quarter
+        // of a four-minute chart.
+        let span_s = data_span_s(app, slot, span);
         let gl = |v: f64| format!("{v:.0}G");
         TimeChart {
             title: "memory GiB".into(),

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
 use crate::app::App;
-use crate::app::help::{FIXED, LEGEND, key_lines};
+use crate::app::help::{FIXED, LEGEND, key_lines, max_scroll, shown_lines};
 use crate::app::layout::centered;
 
 pub struct Help<'a>(pub &'a App);
@@ -45,7 +45,7 @@ impl Widget for &Help<'_> {
                 Span::styled(what, t.dim),
             ]));
         }
-        let h = (lines.len() as u16 + 2).min(area.height);
+        let h = (shown_lines(lines.len(), area.height) + 2).min(area.height);
         let mut w = (key_w as u16 + 62).min(area.width);
         // No sliver of the screen behind at the edge.
         if area.width - w < 4 {
@@ -55,7 +55,7 @@ impl Widget for &Help<'_> {
         Clear.render(r, buf);
         let total = lines.len() as u16;
         let shown = r.height.saturating_sub(2);
-        let scroll = app.help_scroll().min(total.saturating_sub(shown));
+        let scroll = app.help_scroll().min(max_scroll(lines.len(), area.height));
         let more = if scroll + shown < total {
             " ↓ more "
         } else {

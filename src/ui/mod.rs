@@ -205,6 +205,9 @@ pub(crate) fn flow(
 }
 
 #[cfg(test)]
+mod tour_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

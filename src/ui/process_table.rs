@@ -12,8 +12,8 @@ use ratatui::widgets::Widget;
 
 use crate::analysis::Phase;
 use crate::app::cmdline;
-use crate::app::layout::{column_spans, fit_columns};
-use crate::app::rows::Row;
+use crate::app::layout::{column_spans, command_column_width, fit_columns};
+use crate::app::rows::{Row, shown_commands};
 use crate::app::{App, Pane};
 use crate::config::Column;
 use crate::model::units::{MIB, age_short, bytes_short, rate_short};
@@ -209,11 +209,7 @@ impl Widget for &ProcessTable<'_> {
         let body_h = area.height.saturating_sub(1) as usize;
         let start = app.table().offset.min(rows.len().saturating_sub(1));
         let focus = app.nav().focus == Pane::Procs;
-        let cmd_w = cols
-            .iter()
-            .zip(&spans)
-            .find(|(c, _)| **c == Column::Command)
-            .map_or(0, |(_, s)| s.1 as usize);
+        let cmd_w = command_column_width(&app.config().display.columns, area.width).unwrap_or(0);
         let commands = command_cells(&rows, cmd_w, hscroll);
         for (line, (i, r)) in rows.iter().enumerate().skip(start).take(body_h).enumerate() {
             let y = area.y + 1 + line as u16;
@@ -250,16 +246,16 @@ impl Widget for &ProcessTable<'_> {
 }
 
 /// The command column's text for every row: abbreviated against the other
-/// rows, or the whole command scrolled by `hscroll`.
+/// rows (what the command sort goes by), or the whole command scrolled by
+/// `hscroll`, "…" at each end that is cut.
 fn command_cells(rows: &[Row], width: usize, hscroll: usize) -> Vec<String> {
-    let labels: Vec<&str> = rows.iter().map(|r| r.series.facts.label()).collect();
     if hscroll > 0 {
-        return labels
+        return rows
             .iter()
-            .map(|l| cmdline::scrolled(l, hscroll))
+            .map(|r| cmdline::window(r.series.facts.label(), hscroll, width))
             .collect();
     }
-    cmdline::abbreviate_all(&labels, width)
+    shown_commands(rows, width)
 }
 
 /// Under the table: the selected process's PID, user, GPU and its whole
@@ -293,7 +289,11 @@ impl Widget for &DetailLine<'_> {
             ),
         ];
         let hscroll = app.table().hscroll as usize;
-        spans.push(Span::styled(cmdline::scrolled(f.label(), hscroll), t.text));
+        let room = (area.width as usize).saturating_sub(crate::ui::width_of(&spans));
+        spans.push(Span::styled(
+            cmdline::window(f.label(), hscroll, room),
+            t.text,
+        ));
         Line::from(spans).render(area, buf);
     }
 }

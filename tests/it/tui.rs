@@ -313,16 +313,17 @@ fn memory_over_the_critical_level_is_marked_and_coloured() {
     };
     let app = fill(None);
     let buf = render(&app);
-    let (x, y) = find(&buf, "‼").expect("critical mark on screen");
-    let cell = &buf[(x + 1, y)];
+    // The mark follows its value ("  96%‼"), the spacing before it kept.
+    let (x, y) = find(&buf, "%‼").expect("critical mark on screen");
+    let cell = &buf[(x, y)];
     assert_eq!(cell.fg, app.theme().crit.fg.unwrap(), "critical colour");
     assert!(cell.modifier.contains(Modifier::BOLD));
 
     // Without colour the mark stays and the value is reversed.
     let app = fill(Some(Theme::new(ThemeName::Mono, Depth::TrueColor)));
     let buf = render(&app);
-    let (x, y) = find(&buf, "‼").expect("critical mark without colour");
-    assert!(buf[(x + 1, y)].modifier.contains(Modifier::REVERSED));
+    let (x, y) = find(&buf, "%‼").expect("critical mark without colour");
+    assert!(buf[(x, y)].modifier.contains(Modifier::REVERSED));
 }
 
 #[test]
@@ -332,8 +333,9 @@ fn warn_level_has_its_own_mark_and_colour() {
     let app = fixture::app_with(config, "demo", 1, 30, (120, 40));
     let buf = render(&app);
     // GPU 1 holds the 96 GiB job and the leak: 79 %, over warn=50, under crit=95.
-    let (x, y) = find(&buf, "▲ 79%").expect("warn mark on GPU 1");
-    assert_eq!(buf[(x + 1, y)].fg, app.theme().warn.fg.unwrap());
+    let (x, y) = find(&buf, "  79%▲").expect("warn mark on GPU 1");
+    assert_eq!(buf[(x + 2, y)].fg, app.theme().warn.fg.unwrap());
+    assert_eq!(buf[(x + 5, y)].fg, app.theme().warn.fg.unwrap());
 }
 
 #[test]

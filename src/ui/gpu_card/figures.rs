@@ -35,16 +35,18 @@ fn power_level(app: &App, g: &GpuSample) -> Option<(f64, Severity)> {
     Some((pct, app.config().thresholds.power.grade(pct)))
 }
 
-/// A value with its severity: a one-cell mark (blank when normal, so a
-/// change of level does not shift the rest of the line), then the text.
+/// A value with its severity: the text, then a one-cell mark (blank when
+/// normal, so a change of level moves nothing: the value keeps its place
+/// and the space before it, `79.6G  96%‼` as `79.6G  86% `), as the
+/// fleet view marks its figures. The caller puts the space before it.
 fn value(text: String, sev: Severity, t: &Theme) -> Vec<Span<'static>> {
     let mark = match Theme::mark(sev) {
         "" => " ",
         m => m,
     };
     vec![
-        Span::styled(mark.to_string(), t.level(sev)),
         Span::styled(text, t.level(sev)),
+        Span::styled(mark.to_string(), t.level(sev)),
     ]
 }
 
@@ -53,7 +55,7 @@ fn value(text: String, sev: Severity, t: &Theme) -> Vec<Span<'static>> {
 pub(super) fn used_of_total(app: &App, g: &GpuSample, m: MemInfo, sep: &str) -> Vec<Span<'static>> {
     let (pct, sev) = memory_level(app, g).unwrap_or((0.0, Severity::Normal));
     let mut out = vec![Span::raw(format!(
-        " {:>6}{sep}{:<5}",
+        " {:>6}{sep}{:<5} ",
         bytes_short(m.used),
         bytes_short(m.total)
     ))];
@@ -61,7 +63,7 @@ pub(super) fn used_of_total(app: &App, g: &GpuSample, m: MemInfo, sep: &str) -> 
     out
 }
 
-/// " 39%" after a label, marked and coloured by level.
+/// " 39%" after a label and a space, marked and coloured by level.
 pub(super) fn mem_pct(app: &App, g: &GpuSample) -> Vec<Span<'static>> {
     let (pct, sev) = memory_level(app, g).unwrap_or((0.0, Severity::Normal));
     value(format!("{pct:>3.0}%"), sev, app.theme())
@@ -75,7 +77,7 @@ pub(super) fn util_pct(app: &App, g: &GpuSample) -> Vec<Span<'static>> {
             app.config().thresholds.utilization.grade(u as f64),
             t,
         ),
-        None => vec![Span::styled(" N/A".to_string(), t.dim)],
+        None => vec![Span::styled("N/A".to_string(), t.dim)],
     }
 }
 

@@ -112,16 +112,19 @@ impl Widget for &GpuTwoLine<'_> {
         let row = |n: u16| Rect::new(area.x, area.y + n, area.width, 1);
         // Line 2 first: the sparklines take what both lines leave.
         let mut l2: Vec<(u8, Vec<Span>)> = Vec::new();
-        let mut util = vec![Span::raw(" ".repeat(indent)), Span::styled("util", t.label)];
+        let mut util = vec![
+            Span::raw(" ".repeat(indent)),
+            Span::styled("util ", t.label),
+        ];
         util.extend(util_pct(app, g));
         l2.push((9, util));
         if let Some(c) = temp(app, g) {
-            let mut v = vec![Span::styled("  temp", t.label)];
+            let mut v = vec![Span::styled("  temp ", t.label)];
             v.extend(c);
             l2.push((5, v));
         }
         if let Some(p) = power(app, g, true) {
-            let mut v = vec![Span::styled("  power", t.label)];
+            let mut v = vec![Span::styled("  power ", t.label)];
             v.extend(p);
             l2.push((4, v));
         }
@@ -174,7 +177,7 @@ impl Widget for &GpuTwoLine<'_> {
             }
         }
         // "mem  39%" over "util  97%", then the bar.
-        let mut before = vec![label, Span::styled(" mem", t.label)];
+        let mut before = vec![label, Span::styled(" mem ", t.label)];
         before.extend(mem_pct(app, g));
         before.push(Span::raw(" "));
         let bar_max = (w / 5).clamp(8, 30);
@@ -213,11 +216,11 @@ impl Widget for &GpuLine<'_> {
         let mut after: Vec<(u8, Vec<Span>)> = Vec::new();
         if let Some(m) = g.mem {
             after.push((9, used_of_total_short(m)));
-            let mut v = vec![Span::styled(" mem", t.label)];
+            let mut v = vec![Span::styled(" mem ", t.label)];
             v.extend(mem_pct(app, g));
             after.push((9, v));
         }
-        let mut v = vec![Span::styled(" util", t.label)];
+        let mut v = vec![Span::styled(" util ", t.label)];
         v.extend(util_pct(app, g));
         after.push((8, v));
         if let Some(c) = temp(app, g) {

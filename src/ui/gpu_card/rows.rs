@@ -62,9 +62,9 @@ impl GpuCard<'_> {
     pub(super) fn readings(&self, g: &GpuSample) -> Vec<(u8, Vec<Span<'static>>)> {
         let app = self.app;
         let t = app.theme();
-        let na = || Span::styled(" N/A".to_string(), t.dim);
+        let na = || Span::styled("N/A".to_string(), t.dim);
         let mut out: Vec<(u8, Vec<Span>)> = Vec::new();
-        let mut util = vec![Span::styled("util", t.label)];
+        let mut util = vec![Span::styled("util ", t.label)];
         util.extend(util_pct(app, g));
         out.push((9, util));
         out.push((
@@ -74,10 +74,10 @@ impl GpuCard<'_> {
                 Span::raw(g.util_mem.map_or(" N/A".into(), |u| format!(" {u}%"))),
             ],
         ));
-        let mut tc = vec![Span::styled("  temp", t.label)];
+        let mut tc = vec![Span::styled("  temp ", t.label)];
         tc.extend(temp(app, g).unwrap_or_else(|| vec![na()]));
         out.push((8, tc));
-        let mut pw = vec![Span::styled("  power", t.label)];
+        let mut pw = vec![Span::styled("  power ", t.label)];
         pw.extend(power(app, g, true).unwrap_or_else(|| vec![na()]));
         out.push((7, pw));
         if g.sm_clock_mhz.is_some() || g.mem_clock_mhz.is_some() {
