@@ -23,10 +23,28 @@ pub const EXIT_STATUS: &str = "\
 Exit status:
   0  success (also when the reader of the output goes away, as in `| head`)
   1  runtime failure: NVML or a GPU failed, a file could not be written, a
-     recording could not be read completely
+     recording could not be read completely (damaged, or cut short)
   2  usage or config error: a bad option or value, config file, address,
      scenario or GPU list; a file named on the command line that is missing
      or not what the command needs; no terminal for the dashboard";
+
+/// What `export`, `report` and `score` do with a recording that is not
+/// whole (docs/recording-format.md, "Damage and limits").
+pub const READ_DAMAGED: &str = "\
+A damaged recording, or one cut short inside its compressed data (a copy
+stopped part way, `head -c`), is read as far as it can be: every part
+skipped is a warning, and after the output the exit status is 1. One that
+was not closed (still being recorded, or its recorder killed) is read to
+its last whole snapshot with a warning: exit status 0.";
+
+/// What `replay` does with a recording that is not whole.
+pub const REPLAY_DAMAGED: &str = "\
+A damaged recording, or one cut short inside its compressed data (a copy
+stopped part way, `head -c`), is replayed as far as it can be read, the
+footer saying what was skipped; when the dashboard is closed the warnings
+are printed and the exit status is 1. One that was not closed (still being
+recorded, or its recorder killed) is replayed to its last whole snapshot:
+exit status 0.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -189,10 +207,13 @@ pub enum Command {
     /// Record to a file without a UI (for nohup, tmux, systemd).
     Record(RecordArgs),
     /// Open the dashboard over a recording, with a timeline.
+    #[command(after_help = REPLAY_DAMAGED)]
     Replay(ReplayArgs),
     /// Convert a recording to CSV.
+    #[command(after_help = READ_DAMAGED)]
     Export(ExportArgs),
     /// Summarise a recording: peaks, time above thresholds, top processes.
+    #[command(after_help = READ_DAMAGED)]
     Report(ReportArgs),
     /// Serve Prometheus metrics (/metrics), JSON (/snapshot) and /healthz.
     Serve(ServeArgs),
@@ -201,6 +222,7 @@ pub enum Command {
     Fleet(crate::fleet::args::FleetArgs),
     /// Score the analysis on recordings with ground truth: forecasts before
     /// each OOM, leak flags, false alarms (docs/analysis.md).
+    #[command(after_help = READ_DAMAGED)]
     Score(ScoreArgs),
     /// Write or check the config file.
     Config {
@@ -433,13 +455,23 @@ pub struct ManArgs {
 pub enum ConfigAction {
     /// Write the documented default config (to PATH or the platform file).
     Init {
+        /// Where to write it (default: `--config PATH`, else the platform
+        /// file `vramwatch config path` prints, ~/.config/vramwatch/config.toml
+        /// on Linux); its directory is created, and an existing file is
+        /// refused unless `--force` is given.
+        #[arg(value_name = "PATH")]
         path: Option<PathBuf>,
         /// Overwrite an existing file.
         #[arg(long)]
         force: bool,
     },
     /// Validate a config file (PATH or the platform file).
-    Check { path: Option<PathBuf> },
+    Check {
+        /// The file to check; default: `--config PATH`, else the platform
+        /// file (`vramwatch config path` prints it).
+        #[arg(value_name = "PATH")]
+        path: Option<PathBuf>,
+    },
     /// Print where the config file is looked for.
     Path,
 }
@@ -504,7 +536,7 @@ mod outputs;
 mod pages;
 mod takes;
 
-pub use exit::{Failure, Usage, exit_code, message};
+pub use exit::{Failure, Usage, exit_code, exit_on_clap_error, message};
 pub use outputs::not_an_input;
 pub use pages::{write_completions, write_man, write_man_pages};
 

@@ -8,14 +8,15 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 
-use vramwatch::cli::{Cli, Command, UiArgs, exit_code, message};
+use vramwatch::cli::{Cli, Command, UiArgs, exit_code, exit_on_clap_error, message};
 use vramwatch::commands::{self, dashboard};
 use vramwatch::source::host;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Clap's errors as every other: `vramwatch: error: …`, exit status 2.
+    let cli = Cli::try_parse().unwrap_or_else(|e| exit_on_clap_error(e));
     if let Some(e) = cli.misplaced() {
-        e.exit();
+        exit_on_clap_error(e);
     }
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,

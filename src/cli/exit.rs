@@ -79,6 +79,30 @@ fn names_a_wrong_path(kind: std::io::ErrorKind) -> bool {
     )
 }
 
+/// Ends the process over a command-line error of clap's, printed as every
+/// other error is: `vramwatch: error: …` on standard error (clap's usage
+/// and tip lines after it), exit status 2. Help and version are not errors:
+/// clap prints them to standard output and exits 0.
+pub fn exit_on_clap_error(e: clap::Error) -> ! {
+    if !e.use_stderr() {
+        e.exit();
+    }
+    let text = crate::sanitize::for_stderr(&clap_text(&e));
+    let mut err = std::io::stderr().lock();
+    let _ = std::io::Write::write_all(&mut err, text.as_bytes());
+    let _ = std::io::Write::flush(&mut err);
+    std::process::exit(e.exit_code())
+}
+
+/// A clap error's text with vramwatch's prefix on its `error:` line.
+fn clap_text(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    match text.strip_prefix("error: ") {
+        Some(rest) => format!("vramwatch: error: {rest}"),
+        None => text,
+    }
+}
+
 /// The error as one line for the terminal: each cause after the one
 /// before, as `{e:#}` writes them, less a cause whose text the message
 /// before it already ends with, and less the name a cause begins with
@@ -88,7 +112,8 @@ fn names_a_wrong_path(kind: std::io::ErrorKind) -> bool {
 /// `source::torch::ReadError::Io`, `analysis::hook::HookError::Spawn`:
 /// `"{path}: cannot read: {source}"`), which `{e:#}` said twice; they keep
 /// the chain, as the exit status is read from it (`exit_code`) and
-/// callers printing `{e}` alone want the cause.
+/// callers printing `{e}` alone want the cause. A system error is said in
+/// plain words wherever it is quoted ([`crate::sanitize::os_errors_in_words`]).
 pub fn message(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for c in e.chain() {
@@ -107,12 +132,27 @@ pub fn message(e: &anyhow::Error) -> String {
             out.push_str(&text);
         }
     }
-    out
+    // A system error in plain words ("no such file", not "No such file or
+    // directory (os error 2)"), wherever it is quoted.
+    crate::sanitize::os_errors_in_words(&out)
 }
 
 #[cfg(test)]
 mod message_tests {
-    use super::message;
+    use super::{clap_text, message};
+
+    #[test]
+    fn clap_errors_get_the_prefix_of_every_error() {
+        use clap::Parser as _;
+        let e = crate::cli::Cli::try_parse_from(["vramwatch", "--bogus"]).unwrap_err();
+        let text = clap_text(&e);
+        assert!(
+            text.starts_with("vramwatch: error: unexpected argument '--bogus' found"),
+            "{text}"
+        );
+        assert!(text.contains("\nUsage: vramwatch"), "{text}");
+        assert_eq!(e.exit_code(), 2);
+    }
 
     #[derive(Debug, thiserror::Error)]
     #[error("{path}: cannot read: {source}")]
@@ -133,6 +173,20 @@ mod message_tests {
             message(&e),
             "scoring x.jsonl.zst: x.truth.json: cannot read: No such file"
         );
+        // A system error is said in plain words, where it is quoted too.
+        let io = std::io::Error::from_raw_os_error(nix::libc::ENOENT);
+        let e = anyhow::Error::new(Quoting {
+            path: "x.truth.json".into(),
+            source: io,
+        })
+        .context("scoring x.jsonl.zst");
+        assert_eq!(
+            message(&e),
+            "scoring x.jsonl.zst: x.truth.json: cannot read: no such file"
+        );
+        let io = std::io::Error::from_raw_os_error(nix::libc::EACCES);
+        let e = anyhow::Error::new(io).context("creating /x/y.csv");
+        assert_eq!(message(&e), "creating /x/y.csv: permission denied");
         // Causes the message does not quote are all kept, as `{:#}` does.
         let e = anyhow::anyhow!("inner").context("middle").context("outer");
         assert_eq!(message(&e), format!("{e:#}"));

@@ -76,7 +76,8 @@ fn app_over(rec: Arc<Recording>, config: Config, me: String, theme: Option<Theme
         rec.header().interval_ms.max(100),
     ));
     let config = config.with_interval(interval);
-    let warnings: Vec<String> = rec.warnings();
+    // A file cut short is told first: what it lost is not in the timeline.
+    let warnings: Vec<String> = rec.cut_short().into_iter().chain(rec.warnings()).collect();
     let mut settings = Settings::new(config, system, me);
     settings.read_only = true;
     if let Some(t) = theme {
@@ -111,7 +112,8 @@ pub fn run(args: &ReplayArgs, src: &SourceArgs, ui: &UiArgs, me: String) -> Resu
     let config = dashboard::load_config(src, ui)?;
     let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
     let name = crate::sanitize::clean(&args.file.display().to_string());
-    let rec = Arc::new(Recording::open(&args.file).with_context(|| format!("replaying {name}"))?);
+    // Its errors name the file (`x.jsonl.zst: no such file`).
+    let rec = Arc::new(Recording::open(&args.file)?);
     let app = app_over(rec.clone(), config, me, Some(theme))
         .with_context(|| format!("replaying {name}"))?;
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -9,12 +9,12 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use crate::analysis::AnalysisConfig;
 use crate::analysis::truth::{RunScore, Summary, Truth, markdown, score_run};
 use crate::cli::{ScoreArgs, SourceArgs};
-use crate::record::Recording;
+use crate::record::{RecordError, Recording};
 
 /// `<dir>/<name>.truth.json` for `<dir>/<name>.jsonl[.zst]`.
 pub fn truth_beside(recording: &Path) -> PathBuf {
@@ -43,7 +43,7 @@ fn score_file_checked(
     recording: &Path,
     truth: &Path,
     cfg: &AnalysisConfig,
-) -> Result<(RunScore, Option<crate::record::RecordError>)> {
+) -> Result<(RunScore, Option<RecordError>)> {
     // The recording first: a mistyped recording is named as such, not as
     // the truth file beside where it would be.
     let rec = Recording::open(recording)?;
@@ -96,8 +96,13 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
     let mut damaged = None;
     for r in &args.recordings {
         let truth = args.truth.clone().unwrap_or_else(|| truth_beside(r));
-        let (s, damage) = score_file_checked(r, &truth, &cfg)
-            .with_context(|| format!("scoring {}", r.display()))?;
+        // The recording's own errors name it (`x.jsonl.zst: no such
+        // file`); the others are told as met scoring it.
+        let (s, damage) =
+            score_file_checked(r, &truth, &cfg).map_err(|e| match e.downcast::<RecordError>() {
+                Ok(e) => e.into(),
+                Err(e) => e.context(format!("scoring {}", r.display())),
+            })?;
         runs.push(s);
         damaged = damaged.or(damage);
     }

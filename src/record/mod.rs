@@ -29,7 +29,7 @@ pub use zst::{GUARD_FLOOR, MAX_RATIO};
 /// themselves (no error chain to print).
 #[derive(Debug, Error)]
 pub enum RecordError {
-    #[error("{path}: {error}")]
+    #[error("{path}: {}", crate::sanitize::io_words(error))]
     Io { path: String, error: std::io::Error },
     #[error("{path} is not a vramwatch recording: {why}")]
     NotARecording { path: String, why: String },

@@ -295,7 +295,9 @@ fn usage_and_config_errors_exit_2_with_a_reason() {
     vw().args(["replay", "/nonexistent/rec.jsonl"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("No such file"));
+        .stderr(predicate::str::contains(
+            "/nonexistent/rec.jsonl: no such file",
+        ));
     vw().args(["man", "nosuch"])
         .assert()
         .code(2)
@@ -374,7 +376,7 @@ fn runtime_failures_exit_1() {
         .arg(&rec)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("No space left"));
+        .stderr(predicate::str::contains("no space left on device"));
     // A recording that cannot be read completely: a snapshot line in the
     // middle is broken (a cut-off last line is only a warning).
     let text = std::fs::read_to_string(&rec).unwrap();

@@ -1103,7 +1103,7 @@ mod cli {
                 .assert()
                 .code(1)
                 .stderr(
-                    predicate::str::contains("/dev/full: No space left on device")
+                    predicate::str::contains("/dev/full: no space left on device")
                         .and(predicate::str::contains("Os {").not()),
                 );
         }

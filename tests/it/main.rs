@@ -22,6 +22,7 @@ mod analysis_sim;
 mod at_risk_carry;
 mod baseline;
 mod cli;
+mod cli_errors;
 mod config_cli;
 mod corpus;
 mod corruption;

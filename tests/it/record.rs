@@ -208,13 +208,25 @@ fn after_a_crash_at_any_byte_at_most_the_line_being_written_is_lost() {
             }
             // A compressed file whose frame the writer never ended says
             // that it was not closed (a crash, or a recording still being
-            // written), though every line it holds is whole.
+            // written), though every line it holds is whole; cut inside a
+            // block (not where a write of the writer ended), that it was
+            // cut short there, which makes it incomplete (exit status 1).
             if whole > 0 && name.ends_with(".zst") {
+                let unclosed = rec.warnings().iter().any(|w| w.contains("was not closed"));
+                let short = rec.cut_short();
                 assert!(
-                    rec.warnings().iter().any(|w| w.contains("was not closed")),
-                    "cut at {c}: {:?}",
+                    unclosed != short.is_some(),
+                    "cut at {c}: {:?} {short:?}",
                     rec.warnings()
                 );
+                if ends.contains(&c) {
+                    assert!(unclosed && rec.incomplete("replay").is_none(), "cut at {c}");
+                }
+                if let Some(w) = short {
+                    assert!(w.contains(&format!("cut short at byte {c},")), "{w}");
+                    let e = rec.incomplete("replay").unwrap().to_string();
+                    assert!(e.contains("cut short") && e.contains("exit code 1"), "{e}");
+                }
             }
             // A plain file cut inside a line says so.
             let torn = c > ends[0] && full[c as usize - 1] != b'\n';
@@ -464,7 +476,7 @@ fn files_that_are_not_recordings_say_so() {
         .unwrap()
         .to_string();
     assert!(
-        e.contains("missing.jsonl") && e.contains("No such file"),
+        e.contains("missing.jsonl: no such file") && !e.contains("os error"),
         "{e}"
     );
 }

@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_vramwatch");
 
 /// A private tmux server (own socket) with one shell at a fixed size.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
     dir: tempfile::TempDir,
 }
 
 impl Tmux {
-    fn start(w: u16, h: u16) -> Tmux {
+    pub(crate) fn start(w: u16, h: u16) -> Tmux {
         let dir = tempfile::tempdir().expect("temp dir");
         let socket = format!("vw-test-{}-{}", std::process::id(), rand_suffix());
         let t = Tmux { socket, dir };
@@ -51,14 +51,14 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         for k in keys {
             self.run(&["send-keys", "-t", "t", k]);
             sleep(Duration::from_millis(120));
         }
     }
 
-    fn type_line(&self, line: &str) {
+    pub(crate) fn type_line(&self, line: &str) {
         self.run(&["send-keys", "-t", "t", "-l", line]);
         self.run(&["send-keys", "-t", "t", "Enter"]);
     }
@@ -68,7 +68,7 @@ impl Tmux {
     }
 
     /// Waits until `needle` is on screen; panics with the screen if not.
-    fn wait_for(&self, needle: &str, timeout: Duration) -> String {
+    pub(crate) fn wait_for(&self, needle: &str, timeout: Duration) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();

@@ -1,16 +1,14 @@
-//! Judging what was read: the header (with a precise reason when it is not
-//! a header vramwatch can read), each line's kind, and the tally of what
-//! was damaged ([`Damage`]), said the same way by every reader.
+//! Judging what was read: each line's kind, and the tally of what was
+//! damaged ([`Damage`]), said the same way by every reader (the header is
+//! judged in `header`).
 
 use std::fmt::Display;
 
 use super::frames::Gap;
 use crate::model::Millis;
-use crate::record::format::{
-    self, Header, LineError, LineType, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROCS,
-};
-use crate::record::reader::text::{Lines, MAX_LINE, Step, stopped};
-use crate::record::{FORMAT, OLDEST_VERSION, RecordError, VERSION};
+use crate::record::RecordError;
+use crate::record::format::{self, LineError, LineType, MAX_SNAPSHOT_EVENTS, MAX_SNAPSHOT_PROCS};
+use crate::record::reader::text::MAX_LINE;
 
 /// Why a line that ends where its zstd frame ends was skipped.
 pub(crate) const BROKEN: &str = "the line stops where its zstd frame ends, and the next frame starts a new line: its end was lost";
@@ -103,6 +101,25 @@ impl Damage {
             ));
         }
         out
+    }
+}
+
+/// What a reader could not read, as the clause of an
+/// [`Incomplete`](RecordError::Incomplete) error: the damage, and where
+/// the file ends inside compressed data (`cut`: `(file length, last whole
+/// line)`, from [`super::text::Lines::cut_short`]); `None` when everything
+/// in the file was read.
+pub(crate) fn unread(damage: &Damage, cut: Option<(u64, u64)>) -> Option<String> {
+    let cut = cut.map(|(len, line)| {
+        format!(
+            "cut short at byte {len}, inside its compressed data (a copy stopped part way, `head -c`, a power cut?): what followed line {line} is lost"
+        )
+    });
+    match (damage.is_empty(), cut) {
+        (true, None) => None,
+        (true, Some(c)) => Some(c),
+        (false, None) => Some(damage.summary()),
+        (false, Some(c)) => Some(format!("{}, {c}", damage.summary())),
     }
 }
 
@@ -333,206 +350,9 @@ pub(crate) fn valid_json(text: &[u8]) -> Result<(), LineError> {
     Ok(())
 }
 
-/// Reads line 1 and checks it is a header this vramwatch reads.
-pub(crate) fn read_header(lines: &mut Lines, name: &str, len: u64) -> Result<Header, RecordError> {
-    let not = |why: String| RecordError::NotARecording {
-        path: name.to_owned(),
-        why,
-    };
-    if len == 0 {
-        return Err(not("the file is empty".into()));
-    }
-    loop {
-        match lines.next().map_err(|e| stopped(name, e))? {
-            Step::Line { .. } => return header(name, lines.line()),
-            Step::Overlong { .. } => {
-                return Err(not(format!(
-                    "line 1 is longer than {} MiB, so it is no header",
-                    MAX_LINE >> 20
-                )));
-            }
-            Step::Gap { gap, .. } if gap.from == 0 => {
-                return Err(not(format!(
-                    "it starts like zstd data, but the frame at byte 0 cannot be decompressed: {}",
-                    gap.why
-                )));
-            }
-            Step::Gap { gap, .. } => {
-                return Err(not(format!(
-                    "its first line cannot be read: bytes {}–{} cannot be decompressed: {}",
-                    gap.from, gap.to, gap.why
-                )));
-            }
-            Step::Notice(_) => {}
-            Step::Broken { .. } => {
-                return Err(not(format!("line 1 (the header) cannot be read: {BROKEN}")));
-            }
-            Step::Cut { zeros: true, .. } => {
-                return Err(not("it holds only zero bytes".into()));
-            }
-            Step::Cut { .. } => {
-                if let Some(kind) = binary_kind(lines.line()) {
-                    return Err(not(format!("it is {kind}")));
-                }
-                return Err(not(
-                    "line 1 (the header) is incomplete: the file ends before its newline".into(),
-                ));
-            }
-            Step::End => return Err(not("it holds no text".into())),
-        }
-    }
-}
-
-/// Well-known binary formats, to say what a file is instead.
-fn binary_kind(text: &[u8]) -> Option<&'static str> {
-    [
-        (&[0x1F, 0x8B][..], "gzip-compressed"),
-        (&[0xFD, b'7', b'z', b'X', b'Z', 0x00], "xz-compressed"),
-        (b"BZh", "bzip2-compressed"),
-        (b"PK\x03\x04", "a zip archive"),
-        (b"\x7FELF", "an executable (ELF)"),
-    ]
-    .iter()
-    .find(|(m, _)| text.starts_with(m))
-    .map(|(_, k)| *k)
-}
-
-/// The raw text of a top-level `"version"` value in a header line.
-fn raw_version(text: &[u8]) -> Option<String> {
-    let i = memchr::memmem::find(text, b"\"version\"")?;
-    let rest = &text[i + 9..];
-    let rest = &rest[rest.iter().position(|&b| b == b':')? + 1..];
-    let rest = rest.trim_ascii_start();
-    let end = rest
-        .iter()
-        .position(|&b| b == b',' || b == b'}')
-        .unwrap_or(rest.len());
-    let v = String::from_utf8_lossy(&rest[..end.min(40)]);
-    Some(crate::sanitize::clean(v.trim()))
-}
-
-/// Checks line 1.
-fn header(name: &str, text: &[u8]) -> Result<Header, RecordError> {
-    let not = |why: String| RecordError::NotARecording {
-        path: name.to_owned(),
-        why,
-    };
-    if let Some(kind) = binary_kind(text) {
-        return Err(not(format!("it is {kind}")));
-    }
-    let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| {
-        not(format!(
-            "line 1 is not JSON ({})",
-            LineError::Json(e)
-                .to_string()
-                .trim_start_matches("not valid JSON: ")
-        ))
-    })?;
-    if v.get("type").and_then(|t| t.as_str()) != Some("header")
-        || v.get("format").and_then(|t| t.as_str()) != Some(FORMAT)
-    {
-        return Err(not(format!(
-            "line 1 is not a header with \"format\": \"{FORMAT}\""
-        )));
-    }
-    let raw = || raw_version(text).unwrap_or_else(|| "?".into());
-    let found = match v.get("version") {
-        None => return Err(not("the header has no \"version\"".into())),
-        Some(serde_json::Value::Number(n)) => match n.as_u64() {
-            Some(x) => x,
-            None if n.as_i64().is_some() => {
-                return Err(not(format!(
-                    "the header's \"version\" is {}: format versions are whole numbers from 1",
-                    raw()
-                )));
-            }
-            None => {
-                return Err(not(format!(
-                    "the header's \"version\" is {}, which is not a format version (a whole number from 1)",
-                    raw()
-                )));
-            }
-        },
-        Some(serde_json::Value::String(s)) => {
-            return Err(not(format!(
-                "the header's \"version\" is the string \"{}\", not a number (vramwatch writes \"version\": {VERSION})",
-                crate::sanitize::clean_capped(s, 40)
-            )));
-        }
-        Some(other) => {
-            let what = match other {
-                serde_json::Value::Null => "null",
-                serde_json::Value::Bool(_) => "true or false",
-                serde_json::Value::Array(_) => "a list",
-                _ => "an object",
-            };
-            return Err(not(format!(
-                "the header's \"version\" is {what}, not a format version number"
-            )));
-        }
-    };
-    if !(u64::from(OLDEST_VERSION)..=u64::from(VERSION)).contains(&found) {
-        return Err(RecordError::Version {
-            path: name.to_owned(),
-            found,
-            writer: crate::sanitize::clean_capped(
-                v.get("vramwatch_version")
-                    .and_then(|x| x.as_str())
-                    .unwrap_or("?"),
-                40,
-            ),
-            ours: env!("CARGO_PKG_VERSION"),
-            advice: if found > u64::from(VERSION) {
-                "it is newer: upgrade vramwatch to read it"
-            } else {
-                "it is older: read it with the vramwatch that wrote it"
-            },
-        });
-    }
-    let mut h: Header = serde_json::from_value(v).map_err(|e| RecordError::Line {
-        path: name.to_owned(),
-        line: 1,
-        error: LineError::Json(e),
-    })?;
-    h.sanitize();
-    Ok(h)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn why(line: &str) -> String {
-        header("h.jsonl", line.as_bytes()).unwrap_err().to_string()
-    }
-
-    #[test]
-    fn versions_that_are_not_numbers_are_named() {
-        let h = |v: &str| {
-            format!(
-                r#"{{"type":"header","format":"vramwatch-recording","version":{v},"vramwatch_version":"9"}}"#
-            )
-        };
-        assert!(
-            why(&h("\"1\"")).contains("the string \"1\""),
-            "{}",
-            why(&h("\"1\""))
-        );
-        assert!(why(&h("-1")).contains("is -1: format versions are whole numbers"));
-        let big = why(&h("18446744073709551616"));
-        assert!(
-            big.contains("18446744073709551616, which is not a format version"),
-            "{big}"
-        );
-        assert!(why(&h("1.5")).contains("is 1.5"));
-        assert!(why(&h("null")).contains("is null"));
-        assert!(why(&h("3")).contains("version 3"));
-        assert!(why(&h("0")).contains("version 0"));
-        let gz = header("h.jsonl", b"\x1f\x8b\x08\x00")
-            .unwrap_err()
-            .to_string();
-        assert!(gz.contains("gzip"), "{gz}");
-    }
 
     #[test]
     fn damage_sums_up() {

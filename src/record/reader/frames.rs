@@ -89,6 +89,9 @@ enum State {
     Done,
 }
 
+/// A zstd block header's size: what the decoder asks for at a boundary.
+const BLOCK_HEADER: usize = 3;
+
 /// The size of an index payload's frame.
 enum Payload {
     /// A complete frame of this size, followed by a frame boundary.
@@ -120,6 +123,9 @@ pub(super) struct ZstText {
     failed: u64,
     budget: u64,
     cut: bool,
+    /// Cut inside a block or frame header, not where a flush left it: its
+    /// text is lost (`head -c`, a copy stopped part way; `Lines::cut_short`).
+    pub(super) cut_short: bool,
     /// Text allowed before the ratio counts ([`GUARD_FLOOR`]).
     floor: u64,
 }
@@ -140,6 +146,7 @@ impl ZstText {
             failed: 0,
             budget: 2 * stop.saturating_sub(at) + (16 << 20),
             cut: false,
+            cut_short: false,
             floor: GUARD_FLOOR,
         })
     }
@@ -463,7 +470,10 @@ impl ZstText {
                             "its block sizes are damaged: it runs on over the frames after it";
                         self.bad(at, from, made, why.into())?;
                     } else {
+                        // At a flush's end zstd asks for at most a block
+                        // header; inside a block or frame header, more.
                         self.cut = true;
+                        self.cut_short = st.remaining > BLOCK_HEADER;
                         self.state = State::Done;
                     }
                 } else if st.bytes_read == 0 {

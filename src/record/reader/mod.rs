@@ -23,6 +23,7 @@ mod block_text;
 mod check;
 mod decode;
 mod frames;
+mod header;
 mod index;
 mod scan;
 mod stream;
@@ -98,6 +99,9 @@ struct Notes {
     /// last line, lines of unknown types.
     warnings: Vec<String>,
     damage: Damage,
+    /// The file ends inside compressed data after this line
+    /// ([`text::Lines::cut_short`]).
+    cut_short: Option<u64>,
     /// (generation, block or snapshot) already counted.
     counted: std::collections::HashSet<(u64, u64)>,
 }
@@ -142,7 +146,7 @@ impl Recording {
         let src = text::Text::new(file.clone(), 0, len, zstd, 64 << 10)
             .map_err(|e| RecordError::io(path, e))?;
         let mut lines = text::Lines::new(src, 1);
-        let header = check::read_header(&mut lines, &name, len)?;
+        let header = header::read_header(&mut lines, &name, len)?;
         let mut notes = Notes::default();
         if lines.bom {
             notes.warnings.push(bom_warning(&name));
@@ -256,14 +260,29 @@ impl Recording {
 
     /// An error saying what was skipped, when anything was (`what`: what
     /// the output is, e.g. "replay").
+    ///
+    /// A `.zst` file that ends inside its compressed data (cut short, not
+    /// merely unclosed) is incomplete too.
     pub fn incomplete(&self, what: &'static str) -> Option<RecordError> {
-        let damage = self.damage();
-        (!damage.is_empty()).then(|| RecordError::Incomplete {
+        let (damage, cut) = {
+            let n = self.notes();
+            (n.damage.clone(), n.cut_short.map(|line| (self.len, line)))
+        };
+        check::unread(&damage, cut).map(|summary| RecordError::Incomplete {
             path: self.name.clone(),
-            summary: damage.summary(),
+            summary,
             what,
             read: (self.len() as u64).saturating_sub(damage.unreadable),
         })
+    }
+
+    /// Where a `.zst` file ends inside its compressed data, as a warning
+    /// naming the file (see [`Recording::incomplete`]); `None` when it does
+    /// not.
+    pub fn cut_short(&self) -> Option<String> {
+        let line = self.notes().cut_short?;
+        let cut = check::unread(&Damage::default(), Some((self.len, line)))?;
+        Some(format!("{}: {cut}", self.name))
     }
 
     /// Snapshot `i` (0-based), with its events and its processes' strings.
@@ -419,6 +438,7 @@ impl Recording {
                 n.warnings.push(w);
             }
         }
+        n.cut_short = b.cut_short;
         let d = b.tally.damage;
         n.damage.lines += d.lines;
         n.damage.gaps += d.gaps;

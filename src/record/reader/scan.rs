@@ -31,6 +31,9 @@ pub(super) struct Build {
     pub(super) events: Vec<RecordedEvent>,
     pub(super) tally: Tally,
     pub(super) warnings: Vec<String>,
+    /// The file ends inside compressed data after this line
+    /// ([`Lines::cut_short`]).
+    pub(super) cut_short: Option<u64>,
     open: Option<Open>,
     /// `seq` of the last snapshot of the open block (its events follow).
     event_seq: Option<u64>,
@@ -76,6 +79,7 @@ impl Build {
             events: Vec::new(),
             tally: Tally::new(name),
             warnings: Vec::new(),
+            cut_short: None,
             open: None,
             event_seq: None,
             crowd: (Crowd::procs(), Crowd::events()),
@@ -132,6 +136,7 @@ impl Build {
                 }
                 Step::End => {
                     self.close();
+                    self.cut_short = lines.cut_short();
                     return Ok(());
                 }
             }

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::check::{self, Crowd, Damage, Tally};
+use super::header;
 use super::text::{self, Lines, ReadStats, Step, Text, display, stopped};
 use crate::model::Snapshot;
 use crate::record::RecordError;
@@ -49,7 +50,7 @@ impl Reader {
         let zstd = text::sniff(&file, len).map_err(|e| RecordError::io(path, e))?;
         let src = Text::new(file, 0, len, zstd, 128 << 10).map_err(|e| RecordError::io(path, e))?;
         let mut lines = Lines::new(src, 1);
-        let header = check::read_header(&mut lines, &name, len)?;
+        let header = header::read_header(&mut lines, &name, len)?;
         let mut warnings = Vec::new();
         if lines.bom {
             warnings.push(super::bom_warning(&name));
@@ -109,10 +110,14 @@ impl Reader {
 
     /// After the last snapshot: an error saying what was skipped, when
     /// anything was (`what`: what was made of the snapshots, e.g. "report").
+    ///
+    /// A `.zst` file that ends inside its compressed data (cut short, not
+    /// merely unclosed) is incomplete too.
     pub fn incomplete(&self, what: &'static str) -> Option<RecordError> {
-        (!self.tally.damage.is_empty()).then(|| RecordError::Incomplete {
+        let cut = self.lines.cut_short().map(|line| (self.len, line));
+        check::unread(&self.tally.damage, cut).map(|summary| RecordError::Incomplete {
             path: self.name.clone(),
-            summary: self.tally.damage.summary(),
+            summary,
             what,
             read: self.snapshots,
         })

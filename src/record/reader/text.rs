@@ -313,6 +313,11 @@ pub(crate) struct Lines {
     longest: usize,
     /// The notice that the last frame was cut off has been given.
     noted_cut: bool,
+    /// The file ends inside compressed data: the last whole line read then
+    /// ([`Lines::cut_short`]).
+    cut_short: Option<u64>,
+    /// The number of the last line that ended with its newline.
+    ended: u64,
 }
 
 impl Lines {
@@ -328,7 +333,20 @@ impl Lines {
             bom: false,
             longest: 0,
             noted_cut: false,
+            cut_short: None,
+            ended: first_no.saturating_sub(1),
         }
+    }
+
+    /// Once [`Step::End`] is given: whether a `.zst` file ends inside its
+    /// compressed data (a block, a frame header) rather than where the
+    /// writer's flushes leave it, and if so the number of the last whole
+    /// line read. What the file held after it is lost: the file was cut
+    /// short (a copy stopped part way, `head -c`, a power cut), not left
+    /// by a recorder still writing or killed (its writes end after whole
+    /// blocks, but for the rare case in docs/recording-format.md).
+    pub(crate) fn cut_short(&self) -> Option<u64> {
+        self.cut_short
     }
 
     /// The last line given by [`Step::Line`].
@@ -376,6 +394,7 @@ impl Lines {
                 let (line_at, line_origin) = self.start.take().unwrap_or((at, origin));
                 let no = self.next_no;
                 self.next_no += 1;
+                self.ended = no;
                 let end = at + used as u64;
                 if std::mem::take(&mut self.overlong) {
                     return Ok(Step::Overlong { no });
@@ -446,9 +465,18 @@ impl Lines {
                     // Whole lines, but the frame around them cut off: what
                     // a recorder leaves while it writes, or when it was
                     // stopped before closing the file. Nothing read is lost.
-                    if cut && matches!(self.src, Text::Zst(_)) && !self.noted_cut {
+                    // Cut inside a block, the block is lost: the readers
+                    // say so as what could not be read, not as this.
+                    if let Text::Zst(z) = &self.src
+                        && cut
+                        && !self.noted_cut
+                    {
                         self.noted_cut = true;
-                        return Ok(Step::Notice(UNFINISHED.into()));
+                        if z.cut_short {
+                            self.cut_short = Some(self.ended);
+                        } else {
+                            return Ok(Step::Notice(UNFINISHED.into()));
+                        }
                     }
                     return Ok(Step::End);
                 }

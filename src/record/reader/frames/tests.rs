@@ -61,6 +61,45 @@ fn flushed_groups_decode_from_a_cut_off_frame() {
     assert_eq!(text.iter().filter(|&&b| b == b'\n').count(), 50);
 }
 
+/// Whether a file of frames cut at `bytes`' end is cut short.
+fn cut_short(bytes: &[u8]) -> bool {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("f.zst");
+    std::fs::write(&p, bytes).unwrap();
+    let f = Arc::new(File::open(&p).unwrap());
+    let mut z = ZstText::new(f, 0, bytes.len() as u64, 4096).unwrap();
+    while !matches!(z.next().unwrap(), Piece::End { .. }) {}
+    z.cut_short
+}
+
+#[test]
+fn a_cut_inside_a_block_is_told_from_one_where_a_flush_ended() {
+    let mut c = LineCompressor::new(3).unwrap();
+    let mut file = Vec::new();
+    let mut ends = Vec::new();
+    for i in 0..20 {
+        let line = format!("{{\"n\":{i},\"pad\":\"{}\"}}\n", "x".repeat(i * 7));
+        file.extend(c.push(line.as_bytes()).unwrap());
+        ends.push(file.len());
+    }
+    // The frame's header is at most 18 bytes; the first flush's block
+    // starts after it.
+    for cut in 1..=file.len() {
+        let at_flush = ends.contains(&cut);
+        // A cut within a block's 3-byte header loses no text either.
+        let in_header = ends.iter().any(|&e| cut > e && cut < e + BLOCK_HEADER);
+        let in_magic = cut < 4;
+        let short = cut_short(&file[..cut]);
+        if at_flush || in_header || in_magic {
+            assert!(!short, "cut at {cut}");
+        } else if cut > ends[0] {
+            assert!(short, "cut at {cut}");
+        }
+    }
+    file.extend(c.end().unwrap());
+    assert!(!cut_short(&file));
+}
+
 #[test]
 fn a_frame_ended_by_hand_is_valid_and_index_frames_are_skipped() {
     let mut c = LineCompressor::new(3).unwrap();
