@@ -35,8 +35,9 @@ struct GpuTrack {
     demand_latest: VecDeque<(Millis, Millis)>,
     /// When a forecast was last shown for it.
     forecast_last_ms: Option<Millis>,
-    /// When one of its processes was last seen gone.
-    exit_ms: Option<Millis>,
+    /// When one of its processes was last seen gone, and when the earliest
+    /// of those gone then was first seen.
+    exit: Option<(Millis, Millis)>,
 }
 
 impl GpuTrack {
@@ -49,7 +50,7 @@ impl GpuTrack {
             demand_envelope: Envelope::default(),
             demand_latest: VecDeque::new(),
             forecast_last_ms: None,
-            exit_ms: None,
+            exit: None,
             a: GpuAssessment {
                 index: g.index,
                 t_ms: t,
@@ -105,7 +106,7 @@ struct ProcTrack {
     tensors: TensorLeak,
     /// Its leak detectors as they were before a rise by a level shift,
     /// back if it falls back (an evaluation pass: [`BeforeRise`]).
-    before_rise: Option<Box<BeforeRise>>,
+    before_rise: Option<Box<PendingRise<BeforeRise>>>,
     /// When its memory last shifted level.
     shifted_ms: Option<Millis>,
     a: ProcAssessment,
@@ -385,7 +386,11 @@ impl Analyzer {
             a.phase_since_ms = tr.series.phase.since_ms();
             // Over a rise that may yet fall back (an evaluation pass), the
             // flag from before it stays shown (not alerted again).
-            a.leak = flag.or_else(|| tr.before_rise.as_ref().and_then(|b| b.leak.flag().copied()));
+            a.leak = flag.or_else(|| {
+                tr.before_rise
+                    .as_ref()
+                    .and_then(|r| r.before.leak.flag().copied())
+            });
         }
         out
     }
@@ -411,7 +416,11 @@ impl Analyzer {
                     && !listed()
                     && let Some(g) = gpus.get_mut(&id.gpu)
                 {
-                    g.exit_ms = Some(t);
+                    let first = tr.a.first_seen_ms;
+                    g.exit = Some(match g.exit {
+                        Some((at, f)) if at == t => (t, f.min(first)),
+                        _ => (t, first),
+                    });
                 }
                 tr.a.alive = false;
                 tr.a.forecast = None;
@@ -446,10 +455,11 @@ impl Analyzer {
             };
             let gap = tr.series.estimate.map_or(gap, |e| e.max_gap_s.max(gap));
             // A process gone (an OOM): a fall now is not a spike's end.
-            let gone = tr.exit_ms == Some(t);
-            if gone {
-                tr.envelope.process_gone();
-                tr.demand_envelope.process_gone();
+            let gone_first = tr.exit.filter(|(at, _)| *at == t).map(|(_, first)| first);
+            let gone = gone_first.is_some();
+            if let Some(first) = gone_first {
+                tr.envelope.process_gone(first);
+                tr.demand_envelope.process_gone(first);
             }
             // At risk, or as full as `cache_full_pct` with no forecast of
             // the driver's own (its figure held flat by the caching
@@ -549,4 +559,5 @@ impl Analyzer {
 }
 
 mod rise;
+use crate::analysis::spike::PendingRise;
 use rise::BeforeRise;

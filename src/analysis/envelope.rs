@@ -219,8 +219,9 @@ pub(crate) struct Envelope {
     pub(crate) last: Option<Forecast>,
     /// The regime a level shift just ended, kept for a drop's next sample
     /// (at most `transient::TRANSIENT_MS` later) or up to
-    /// `transient::SPIKE_MS` after a rise: back within a shift of where
-    /// the regime was, the shift was a transient (an evaluation pass,
+    /// `spike::SPIKE_MS` after a rise: back where the regime was (a drop
+    /// within a shift, a rise within half of one: `spike::PendingRise`),
+    /// the shift was a transient (an evaluation pass,
     /// another process's spike, a cache released and taken again), and the
     /// regime goes on as if it had not happened, a spike's top kept as the
     /// returning sample's peak.
@@ -553,4 +554,3 @@ mod transient;
 use fit::{persistent_step, step_share, theil_sen};
 use hold::Held;
 pub(crate) use rises::{Confirm, Rises};
-pub(crate) use transient::SPIKE_MS;

@@ -19,6 +19,7 @@ pub mod phase;
 pub mod scorecard;
 pub(crate) mod series;
 pub mod slope;
+pub(crate) mod spike;
 pub(crate) mod tensors;
 pub mod truth;
 

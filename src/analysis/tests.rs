@@ -356,6 +356,27 @@ fn a_gpu_held_flat_by_its_cache_is_forecast_from_its_allocators_figures() {
     assert!(shown(95.0).is_empty());
 }
 
+/// At 90 % and more, a GPU with a forecast of its own (the driver's
+/// figure still growing) shows that one: the allocators' demand is the
+/// forecast only where the driver's view gives none (or at risk).
+#[test]
+fn a_full_gpu_with_a_forecast_of_its_own_shows_the_drivers() {
+    let gib = (1u64 << 30) as f64;
+    // 126 GiB (90 % of 140) growing 0.25 GiB/s; the tensors 110 GiB
+    // growing 0.2 GiB/s (their own forecast: two minutes away).
+    let driver = |s: u64| ((126.0 + 0.25 * s as f64) * gib) as u64;
+    let tensors = |s: u64| ((110.0 + 0.2 * s as f64) * gib) as u64;
+    let mut a = Analyzer::new(&AnalysisConfig::default());
+    for s in 0..=20u64 {
+        a.observe(&one_torch_process(s, driver(s), Some(tensors(s))));
+    }
+    let g = a.gpu(0).unwrap();
+    assert!(g.at_risk_pct.is_none(), "{g:?}");
+    let f = g.forecast.expect("the driver's forecast");
+    // The driver reaches 140 GiB 36 s after second 20.
+    assert!((f.eta_s - 36.0).abs() < 2.0, "{f:?}");
+}
+
 #[test]
 fn a_saturated_gpu_is_forecast_from_its_allocators_figures() {
     let oom_ms = 1_000_000 + 58_000;

@@ -1,25 +1,24 @@
 //! A process's memory rising by a level shift, and falling back
-//! ([`BeforeRise`]).
+//! ([`BeforeRise`], judged by the rule of [`PendingRise`] that the GPU's
+//! forecaster uses too).
 
 use super::ProcTrack;
-use crate::analysis::envelope::{Rises, SPIKE_MS};
+use crate::analysis::envelope::Rises;
 use crate::analysis::leak::LeakDetector;
 use crate::analysis::series::Trend;
+use crate::analysis::spike::{PendingRise, Verdict};
 use crate::analysis::tensors::TensorLeak;
 use crate::analysis::{AnalysisConfig, Phase};
 use crate::model::Millis;
 
 /// A process's leak detectors as they were before its memory rose by a
 /// level shift. The rise starts them again (weights or a data set arriving
-/// are not a leak's beginning); when memory falls back to within half a
-/// shift of where it was within [`SPIKE_MS`], the rise was a transient (an
-/// evaluation pass), and they come back as they were: `fifteenth/02`'s
+/// are not a leak's beginning); when the rise is judged back (a transient:
+/// an evaluation pass), they come back as they were: `fifteenth/02`'s
 /// leak, on an H100 where its validation spike was 17 % of the GPU, was
 /// never flagged, its detector started again at each validation.
 #[derive(Debug)]
 pub(super) struct BeforeRise {
-    at: Millis,
-    level: u64,
     pub(super) leak: LeakDetector,
     tensors: TensorLeak,
     rises: Rises,
@@ -36,20 +35,17 @@ impl ProcTrack {
         // A level shift (weights or a data set arriving) is not a
         // leak's beginning: the detector starts again after it.
         let shift = cfg.envelope.shift_frac * total as f64;
-        // Pending for `SPIKE_MS`, and while memory stays above
-        // where it was less a shift (a fall below that is memory
-        // given back, not the spike's end).
-        self.before_rise = self
-            .before_rise
-            .take()
-            .filter(|b| t <= b.at.saturating_add(SPIKE_MS) && m as f64 > b.level as f64 - shift);
-        // Back: within half a shift of where it was (a rise that
-        // drifts down a little stays a level).
-        let back = self
+        let verdict = self
             .before_rise
             .as_ref()
-            .is_some_and(|b| (m as f64 - b.level as f64).abs() < shift / 2.0);
-        if back && let Some(b) = self.before_rise.take() {
+            .map(|r| r.judge(t, m as f64, shift));
+        if verdict == Some(Verdict::Stands) {
+            self.before_rise = None;
+        }
+        if verdict == Some(Verdict::Back)
+            && let Some(r) = self.before_rise.take()
+        {
+            let b = r.before;
             self.leak = b.leak;
             self.tensors = b.tensors;
             self.rises = b.rises;
@@ -68,15 +64,14 @@ impl ProcTrack {
                 t.saturating_sub(s) >= cfg.envelope.min_regime.as_millis() as Millis
             });
             if m > l && (settled || self.before_rise.is_none()) {
-                self.before_rise = Some(Box::new(BeforeRise {
-                    at: t,
-                    level: l,
+                let before = BeforeRise {
                     leak: self.leak.clone(),
                     tensors: self.tensors.clone(),
                     rises: self.rises.clone(),
                     leak_alerted: self.leak_alerted,
                     trend: None,
-                }));
+                };
+                self.before_rise = Some(Box::new(PendingRise::new(t, l as f64, before)));
             }
             self.shifted_ms = Some(t);
             self.leak = LeakDetector::new(&cfg.leak);
@@ -90,10 +85,10 @@ impl ProcTrack {
             if m as f64 >= high + shift {
                 // (A trend not yet known is not worth keeping: a
                 // sawtooth's first tooth then stays in its window.)
-                if let Some(b) = self.before_rise.as_mut().filter(|b| b.at == t)
+                if let Some(r) = self.before_rise.as_mut().filter(|r| r.at == t)
                     && self.series.phase.phase() != Phase::Unknown
                 {
-                    b.trend = Some(self.series.trend());
+                    r.before.trend = Some(self.series.trend());
                 }
                 self.series.restart_trend();
             }

@@ -1,35 +1,33 @@
 //! A level shift that comes back is a transient, not a new regime
 //! ([`Envelope::set_aside`], [`Envelope::come_back`]): a drop that comes
 //! back at the next sample (a cache released and taken again), a rise that
-//! falls back to within half a shift within [`SPIKE_MS`] (an evaluation
-//! pass, another process's spike; a fall to more than a shift below, or a
-//! process of the GPU gone, ends the wait).
+//! falls back within [`SPIKE_MS`](crate::analysis::spike::SPIKE_MS) (an evaluation pass, another process's
+//! spike: the rule of [`PendingRise`], shared with each process's leak
+//! detectors).
 
 use std::collections::VecDeque;
 
 use super::{Envelope, Point, Regime};
 use crate::analysis::forecast::Forecast;
+use crate::analysis::spike::{PendingRise, Verdict};
 use crate::model::Millis;
 
 /// A drop that comes back after longer than this (ms), or not at the next
 /// sample, is two shifts.
 pub(super) const TRANSIENT_MS: Millis = 1500;
 
-/// A rise that falls back within this (ms) was a transient, however many
-/// samples it lasted: an evaluation pass holds its activations for
-/// seconds. (`fifteenth/02`, on an H100: a ten-crop validation's 13 GiB,
-/// 17 % of the GPU, held for 3.3 s; taken as a new level, it started the
-/// regime again and the forecast of the leak under it was lost until
-/// 3 s before the OOM. On the H200 the same spike stays under a shift.)
-pub(crate) const SPIKE_MS: Millis = 30_000;
-
-/// What a level shift ended, for [`Envelope::undo`].
+/// What a level shift ended, for [`Envelope::come_back`].
 #[derive(Clone, Debug)]
-pub(super) struct Undo {
-    /// When the shift came.
-    at: Millis,
-    /// It was a rise (it may last up to [`SPIKE_MS`]).
-    up: bool,
+pub(super) enum Undo {
+    /// A drop at `at`: back at the next sample, within [`TRANSIENT_MS`].
+    Drop { at: Millis, ended: Ended },
+    /// A rise: back within [`SPIKE_MS`](crate::analysis::spike::SPIKE_MS).
+    Rise(PendingRise<Ended>),
+}
+
+/// The regime a shift ended, and what comes back with it.
+#[derive(Clone, Debug)]
+pub(super) struct Ended {
     regime: Regime,
     /// The forecast shown before the shift: still shown for the shift's
     /// own sample, which cannot yet tell a transient from a new level.
@@ -37,6 +35,38 @@ pub(super) struct Undo {
     /// The at-risk window a drop cleared (the peaks before it say nothing
     /// about the risk after an OOM's process is gone), back if it returns.
     fullness: Option<VecDeque<(Millis, f64)>>,
+    /// The highest peak of a rise's regimes that a further shift during it
+    /// ended (a spike that fell part of the way and rose again): kept as
+    /// the returning sample's peak with the last one's.
+    top: f64,
+}
+
+impl Undo {
+    fn at(&self) -> Millis {
+        match self {
+            Undo::Drop { at, .. } => *at,
+            Undo::Rise(r) => r.at,
+        }
+    }
+
+    fn ended(&self) -> &Ended {
+        match self {
+            Undo::Drop { ended, .. } => ended,
+            Undo::Rise(r) => &r.before,
+        }
+    }
+
+    fn ended_mut(&mut self) -> &mut Ended {
+        match self {
+            Undo::Drop { ended, .. } => ended,
+            Undo::Rise(r) => &mut r.before,
+        }
+    }
+}
+
+/// The highest peak of `regime`'s points.
+fn top(regime: &Regime) -> f64 {
+    regime.points.iter().map(|q| q.peak).fold(0.0, f64::max)
 }
 
 impl Envelope {
@@ -46,23 +76,28 @@ impl Envelope {
         // A shift during a rise still pending, before the level after it
         // has lasted `young` (a spike or a fill climbing on in steps, or
         // falling part of the way): the regime before the rise is the one
-        // to come back to.
+        // to come back to, with the top of the one this shift ends.
         let since = self
             .regime
             .points
             .front()
             .map_or(0, |f| t_ms.saturating_sub(f.t));
-        if self.undo.as_ref().is_some_and(|u| u.up) && since < young {
+        if matches!(self.undo.as_deref(), Some(Undo::Rise(_))) && since < young {
             let mut kept = self.undo.take();
-            self.restart();
+            let spike_top = top(&self.regime);
             // A drop (an OOM's process gone, the spike's processes still
             // listed): its peaks say nothing about the risk now, as below;
             // they come back if the rise's regime does.
+            let peaks = (change < 0.0).then(|| std::mem::take(&mut self.fullness));
+            self.restart();
             if change < 0.0 {
                 pt.peak = pt.used;
-                let peaks = std::mem::take(&mut self.fullness);
-                if let Some(u) = kept.as_mut() {
-                    u.fullness.get_or_insert(peaks);
+            }
+            if let Some(u) = kept.as_mut() {
+                let ended = u.ended_mut();
+                ended.top = ended.top.max(spike_top);
+                if let Some(p) = peaks {
+                    ended.fullness.get_or_insert(p);
                 }
             }
             self.undo = kept;
@@ -70,77 +105,82 @@ impl Envelope {
         }
         // Read before the regime is taken (it says whether one was shown).
         let forecast = self.last.filter(|_| self.regime.shown);
-        let mut undo = Undo {
-            at: t_ms,
-            up: change > 0.0,
+        let regime = std::mem::take(&mut self.regime);
+        let level = regime.points.back().map_or(0.0, |b| b.used);
+        let mut ended = Ended {
+            regime,
             forecast,
-            regime: std::mem::take(&mut self.regime),
             fullness: None,
+            top: 0.0,
         };
         self.restart();
-        // After a drop (an OOM's process gone) the old peaks say nothing
-        // about the risk now, nor does the interval's peak: it was read
-        // before the drop.
-        if change < 0.0 {
+        let undo = if change > 0.0 {
+            Undo::Rise(PendingRise::new(t_ms, level, ended))
+        } else {
+            // After a drop (an OOM's process gone) the old peaks say
+            // nothing about the risk now, nor does the interval's peak: it
+            // was read before the drop.
             pt.peak = pt.used;
-            undo.fullness = Some(std::mem::take(&mut self.fullness));
-        }
+            ended.fullness = Some(std::mem::take(&mut self.fullness));
+            Undo::Drop { at: t_ms, ended }
+        };
         self.undo = Some(Box::new(undo));
     }
 
-    /// A sample after a shift (`used`, at `t_ms`; `pt` its point): back
-    /// within `shift` of where the regime was — a drop at the next sample,
-    /// within [`TRANSIENT_MS`]; a rise at any sample within [`SPIKE_MS`] —
-    /// the shift was a transient and the regime comes back, the
-    /// transient's top as `pt`'s peak. Else the shift stands (a rise's
-    /// once its time is up).
+    /// A sample after a shift (`used`, at `t_ms`; `pt` its point): a drop
+    /// back within `shift` of where the regime was at the next sample,
+    /// within [`TRANSIENT_MS`], or a rise judged back by
+    /// [`PendingRise::judge`]: the shift was a transient and the regime
+    /// comes back, the transient's top as `pt`'s peak. Else the shift
+    /// stands (a rise's once it is judged to).
     pub(super) fn come_back(&mut self, t_ms: Millis, used: f64, shift: f64, pt: &mut Point) {
         let Some(u) = self.undo.take() else {
             return;
         };
-        let age = t_ms.saturating_sub(u.at);
-        if age > if u.up { SPIKE_MS } else { TRANSIENT_MS } {
-            return;
-        }
-        // A rise is back within half a shift (one that drifts down a
-        // little stays a level); a drop at the next sample, within one.
-        let Some(old) = u.regime.points.back().map(|b| b.used) else {
-            return;
-        };
-        let near = if u.up { shift / 2.0 } else { shift };
-        if (used - old).abs() >= near {
-            // A rise stays pending while memory stays above where it was
-            // less a shift: a fall below that is memory given back.
-            if u.up && used > old - shift {
-                self.undo = Some(u);
+        let ended = match *u {
+            Undo::Drop { at, ended } => {
+                let old = ended.regime.points.back().map(|b| b.used);
+                let back = t_ms.saturating_sub(at) <= TRANSIENT_MS
+                    && old.is_some_and(|o| (used - o).abs() < shift);
+                if !back {
+                    return;
+                }
+                ended
             }
-            return;
-        }
-        let top = self
-            .regime
-            .points
-            .iter()
-            .map(|q| q.peak)
-            .fold(0.0, f64::max);
-        pt.peak = pt.peak.max(top);
-        self.regime = u.regime;
-        if let Some(f) = u.fullness {
+            Undo::Rise(r) => match r.judge(t_ms, used, shift) {
+                Verdict::Back => r.before,
+                Verdict::Pending => {
+                    self.undo = Some(Box::new(Undo::Rise(r)));
+                    return;
+                }
+                Verdict::Stands => return,
+            },
+        };
+        pt.peak = pt.peak.max(top(&self.regime)).max(ended.top);
+        self.regime = ended.regime;
+        if let Some(f) = ended.fullness {
             self.fullness = f;
         }
     }
 
-    /// A process of this GPU has gone: a fall now is its memory given
-    /// back, not a spike's end (the regime before the spike is not the
-    /// one to come back to, and the peaks say nothing of the risk now).
-    pub(crate) fn process_gone(&mut self) {
-        if self.undo.as_ref().is_some_and(|u| u.up) {
+    /// A process of this GPU first seen at `first_seen_ms` has gone: if it
+    /// was there before a pending rise, a fall now is its memory given
+    /// back, not a spike's end (the regime before the spike is not the one
+    /// to come back to, and the peaks say nothing of the risk now). A
+    /// process that came with the rise (a short-lived second process) is
+    /// the spike, and its leaving is the spike's end.
+    pub(crate) fn process_gone(&mut self, first_seen_ms: Millis) {
+        if let Some(Undo::Rise(r)) = self.undo.as_deref()
+            && r.predates(first_seen_ms)
+        {
             self.undo = None;
         }
     }
 
     /// On the shift's own sample (`t_ms`), the forecast shown before it.
     pub(super) fn shown_while_shifting(&self, t_ms: Millis) -> Option<Forecast> {
-        self.undo.as_ref().filter(|u| u.at == t_ms)?.forecast
+        let u = self.undo.as_deref().filter(|u| u.at() == t_ms)?;
+        u.ended().forecast
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::super::tests::{GIB, mem, run};
 use super::super::*;
-use super::SPIKE_MS;
+use crate::analysis::spike::SPIKE_MS;
 
 #[test]
 fn a_spike_of_one_sample_is_a_peak_of_the_regime_not_a_new_one() {
@@ -113,12 +113,19 @@ fn a_spike_that_lasts_seconds_is_a_peak_of_the_regime_too() {
     for s in 0..34 {
         e.observe(at(s), mem(spike(s).0), None, 1.0, &p, true);
     }
-    e.process_gone();
-    let o = e.observe(at(34), mem(base(34)), None, 1.0, &p, true);
+    // (A process there from the start: its memory given back.)
+    let mut gone = e.clone();
+    gone.process_gone(at(0));
+    let o = gone.observe(at(34), mem(base(34)), None, 1.0, &p, true);
     assert!(
         o.rate.is_none(),
         "the regime before the spike came back: {o:?}"
     );
+    // A process that came with the spike (a short-lived second process)
+    // gone: that is the spike's end, and the regime before it comes back.
+    e.process_gone(at(30));
+    let o = e.observe(at(34), mem(base(34)), None, 1.0, &p, true);
+    assert!(o.rate.is_some(), "the spike's own process left: {o:?}");
 }
 
 #[test]
@@ -205,5 +212,35 @@ fn a_spike_that_climbs_in_two_steps_comes_back_to_the_level_before_it() {
         o[33].rate.is_some() && o[33].forecast.is_some(),
         "{:?}",
         o[33]
+    );
+}
+
+#[test]
+fn a_spike_that_falls_part_of_the_way_keeps_its_top() {
+    // 80 GiB growing at 0.1 GiB/s; at 30 s 25 GiB higher with a peak 30
+    // GiB higher, at 32 s down to 9 GiB higher (a shift, but not back),
+    // at 34 s back: the regime before the spike comes back, and its
+    // returning point carries the spike's top, though the regime that
+    // held it was ended by the fall.
+    let base = |s: u64| 80.0 * GIB + 0.1 * GIB * s as f64;
+    let f = |s: u64| match s {
+        30 => (base(s) + 25.0 * GIB, base(s) + 30.0 * GIB),
+        31 => (base(s) + 25.0 * GIB, base(s) + 25.0 * GIB),
+        32 | 33 => (base(s) + 9.0 * GIB, base(s) + 9.0 * GIB),
+        _ => (base(s), base(s)),
+    };
+    let p = EnvelopeParams::default();
+    let mut e = Envelope::default();
+    for s in 0..35 {
+        let (u, pk) = f(s);
+        e.observe(1_000_000 + s * 1000, mem(u), Some(pk as u64), 1.0, &p, true);
+    }
+    let first = e.regime.points.front().map(|q| q.t);
+    assert_eq!(first, Some(1_000_000), "the regime from before came back");
+    let top = e.regime.points.iter().map(|q| q.peak).fold(0.0, f64::max);
+    assert!(
+        top >= base(30) + 30.0 * GIB - 1.0,
+        "the spike's top is kept: {:.1} GiB",
+        top / GIB
     );
 }
