@@ -235,7 +235,10 @@ impl Scorer {
                     .is_some_and(|p| p >= OOM_NEAR_FULL_PCT);
                 let oom = e.kind == EventKind::SuspectedOom
                     || (e.kind == EventKind::ProcessExited && near_full_now);
-                if !oom {
+                // (A process still listed ran out of memory and went on:
+                // its exit, if it comes, is the OOM scored.)
+                let listed = snap.procs.iter().any(|p| p.pid == pid && p.gpu == gpu);
+                if !oom || listed {
                     continue;
                 }
                 let Some(gone) = prev.procs.iter().find(|p| p.pid == pid && p.gpu == gpu) else {

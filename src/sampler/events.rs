@@ -7,13 +7,48 @@ use crate::model::{Event, EventKind, GpuSample, GpuState, ProcId, ProcSample, Sn
 /// A GPU within this share of full when a process exits makes that exit a
 /// suspected OOM.
 pub const OOM_NEAR_FULL_PCT: f64 = 95.0;
+/// The out-of-memory errors a process's PyTorch allocator has counted on
+/// this GPU, where it publishes its figures (`vramwatch_torch`).
+fn ooms(p: &ProcSample) -> Option<u64> {
+    let t = p.torch.as_ref()?;
+    Some(t.devices.iter().map(|d| d.num_ooms).sum())
+}
+
+/// "1 out-of-memory error" / "2 out-of-memory errors".
+fn oom_count(n: u64) -> String {
+    crate::model::units::plural(n, "out-of-memory error", "out-of-memory errors")
+}
+
 /// Events that follow from two consecutive snapshots: processes that came
-/// and went (an exit on a nearly full GPU is a suspected OOM), GPUs lost.
+/// and went (an exit on a nearly full GPU, or after its allocator counted
+/// an out-of-memory error, is a suspected OOM), a running process whose
+/// allocator counts a new out-of-memory error, GPUs lost.
 pub fn diff_events(prev: &Snapshot, next: &Snapshot) -> Vec<Event> {
     let before: HashSet<ProcId> = prev.procs.iter().map(ProcSample::id).collect();
     let after: HashSet<ProcId> = next.procs.iter().map(ProcSample::id).collect();
     let mut out = Vec::new();
     for p in &next.procs {
+        // A new error counted by a process that goes on (one that caught
+        // it: a batch skipped). Counted against its last publish seen: a
+        // count already there when its figures first arrive is not new.
+        let was = prev.procs.iter().find(|q| q.id() == p.id()).and_then(ooms);
+        if let (Some(was), Some(now)) = (was, ooms(p))
+            && now > was
+        {
+            out.push(Event {
+                t_ms: next.t_ms,
+                kind: EventKind::SuspectedOom,
+                gpu: Some(p.gpu),
+                pid: Some(p.pid),
+                message: format!(
+                    "PID {} on GPU {} ran out of memory (its allocator counted {}) and is still running: {}",
+                    p.pid,
+                    p.gpu,
+                    oom_count(now),
+                    p.label()
+                ),
+            });
+        }
         if !before.contains(&p.id()) {
             out.push(Event {
                 t_ms: next.t_ms,
@@ -34,7 +69,21 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot) -> Vec<Event> {
             .find(|g| g.index == p.gpu)
             .and_then(GpuSample::peak_pct_full)
             .unwrap_or(0.0);
-        let (kind, message) = if full >= OOM_NEAR_FULL_PCT {
+        let counted = ooms(p).filter(|&n| n > 0);
+        let (kind, message) = if let Some(n) = counted {
+            // The allocator said so: it need not have been full when it
+            // left (the error's tensors freed as it unwound).
+            (
+                EventKind::SuspectedOom,
+                format!(
+                    "PID {} exited on GPU {} after its allocator counted {} (OOM): {}",
+                    p.pid,
+                    p.gpu,
+                    oom_count(n),
+                    p.label()
+                ),
+            )
+        } else if full >= OOM_NEAR_FULL_PCT {
             (
                 EventKind::SuspectedOom,
                 format!(
@@ -126,5 +175,70 @@ mod tests {
         q.start_time = 8;
         let ev = diff_events(&snap(vec![p(2)], 0, 0), &snap(vec![q], 0, 0));
         assert_eq!(ev.len(), 2);
+    }
+
+    #[test]
+    fn an_oom_counted_by_the_allocator_is_an_event_live_and_at_exit() {
+        use crate::model::alloc::{AllocStats, DeviceAlloc};
+        use std::sync::Arc;
+        let snap = |procs: Vec<ProcSample>| Snapshot {
+            t_ms: 5,
+            gpus: vec![GpuSample {
+                index: 0,
+                mem: Some(MemInfo {
+                    used: 10 * GIB,
+                    reserved: GIB,
+                    free: 90 * GIB,
+                    total: 100 * GIB,
+                }),
+                mem_peak: Some(10 * GIB),
+                ..Default::default()
+            }],
+            procs,
+            ..Default::default()
+        };
+        let p = |ooms: Option<u64>| ProcSample {
+            pid: 9,
+            start_time: 7,
+            torch: ooms.map(|n| {
+                Arc::new(AllocStats {
+                    devices: vec![DeviceAlloc {
+                        num_ooms: n,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                })
+            }),
+            ..Default::default()
+        };
+        let kinds = |a: &Snapshot, b: &Snapshot| -> Vec<(EventKind, String)> {
+            diff_events(a, b)
+                .into_iter()
+                .map(|e| (e.kind, e.message))
+                .collect()
+        };
+        // Counted while it runs (the GPU at 10 %): a suspected OOM.
+        let ev = kinds(&snap(vec![p(Some(0))]), &snap(vec![p(Some(1))]));
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(ev[0].0, EventKind::SuspectedOom);
+        assert!(ev[0].1.contains("ran out of memory"), "{}", ev[0].1);
+        assert!(ev[0].1.contains("1 out-of-memory error"), "{}", ev[0].1);
+        // Not new: no event; nor a count first seen (no figures before).
+        assert!(kinds(&snap(vec![p(Some(1))]), &snap(vec![p(Some(1))])).is_empty());
+        assert!(kinds(&snap(vec![p(None)]), &snap(vec![p(Some(2))])).is_empty());
+        // Gone after a counted error, far from full: an OOM all the same.
+        let ev = kinds(&snap(vec![p(Some(2))]), &snap(vec![]));
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(ev[0].0, EventKind::SuspectedOom);
+        assert!(
+            ev[0]
+                .1
+                .contains("after its allocator counted 2 out-of-memory errors"),
+            "{}",
+            ev[0].1
+        );
+        // Gone with none counted, far from full: a plain exit.
+        let ev = kinds(&snap(vec![p(Some(0))]), &snap(vec![]));
+        assert_eq!(ev[0].0, EventKind::ProcessExited);
     }
 }
