@@ -109,6 +109,12 @@ struct ProcTrack {
     before_rise: Option<Box<PendingRise<BeforeRise>>>,
     /// When its memory last shifted level.
     shifted_ms: Option<Millis>,
+    /// Its tensors, to tell a fill that levels off (not started again at a
+    /// level shift: it finds the fill's start itself).
+    fill: Levelling,
+    /// Where its tensors level off, bytes, and what they hold now, while
+    /// they are a fill levelling off (`Levelling::level`).
+    levelling: Option<(f64, f64)>,
     a: ProcAssessment,
 }
 
@@ -127,6 +133,8 @@ impl ProcTrack {
             tensors: TensorLeak::new(&cfg.leak),
             before_rise: None,
             shifted_ms: None,
+            fill: Levelling::default(),
+            levelling: None,
             a: ProcAssessment {
                 id: sp.id(),
                 first_seen_ms: t,
@@ -146,6 +154,9 @@ impl ProcTrack {
     /// The growth it adds to its GPU: the short-window rate while growing,
     /// else the baseline rate while flagged leaking.
     fn growth(&self) -> Option<Rate> {
+        if self.levelling.is_some() {
+            return None;
+        }
         match (self.series.phase.phase(), self.series.estimate) {
             (Phase::Growing, Some(e)) => Some(e.rate),
             _ => self.leak.flag().map(|f| f.rate),
@@ -350,6 +361,12 @@ impl Analyzer {
                 cleared |= tr.leak.observe(t, m as f64) == Some(LeakChange::Cleared);
             }
             cleared |= tr.tensors.observe(sp, t, tol) == Some(LeakChange::Cleared);
+            // Judged afresh at each sample (held over samples that did
+            // not say so, it took a real leak's flag away: `fifteenth/02`).
+            tr.levelling = tr
+                .fill
+                .observe(sp, t)
+                .and_then(|now| Some((tr.fill.level(total)?, now)));
             // Growth faster than a fill's is loading, not a leak: by the
             // flag's own rate or by the last ten seconds'.
             let fill = cfg.envelope.max_fill * total as f64;
@@ -365,7 +382,10 @@ impl Analyzer {
                 .filter(|_| tr.rises.current(t))
                 .copied()
                 .or_else(|| tr.tensors.flag(t).filter(|_| at_risk))
-                .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill);
+                .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill)
+                // Nor are tensors that level off well below the GPU's
+                // memory (a cache filling towards its plateau).
+                .filter(|_| tr.levelling.is_none());
             // One alert per flag: another once both have cleared.
             if cleared && flag.is_none() {
                 tr.leak_alerted = false;
@@ -446,6 +466,7 @@ impl Analyzer {
 
     /// Each GPU's forecast and at-risk state, and its alerts.
     fn forecast_gpus(&mut self, snap: &Snapshot, t: Millis) -> Vec<Alert> {
+        let levelling = self.levelling_gpus();
         let cfg = &self.cfg;
         let gap = cfg.interval.as_secs_f64();
         let mut out = Vec::new();
@@ -500,7 +521,17 @@ impl Analyzer {
                 tr.a.forecast
                     .filter(|_| saturated && outlook.rate.is_some() && !gone)
                     .and_then(|p| p.carried_at_risk(t, cfg.interval));
-            let forecast = forecast.or(held);
+            let mut forecast = forecast.or(held);
+            // Every growing process a fill whose tensors level off below
+            // the GPU's memory: no "full in" (unless the GPU is at risk
+            // already), and where it levels instead.
+            let fills = levelling
+                .get(&g.index)
+                .filter(|_| outlook.at_risk_pct.is_none());
+            let fills_to = fills.zip(tr.a.mem).map(|(more, m)| m.used as f64 + more);
+            if fills_to.is_some() {
+                forecast = None;
+            }
             tr.a.forecast = forecast;
             if forecast.is_some() {
                 tr.forecast_last_ms = Some(t);
@@ -528,6 +559,7 @@ impl Analyzer {
             // shown, nor for memory that swings.
             tr.a.levels_at = outlook
                 .levels_at
+                .or(fills_to)
                 .filter(|_| forecast.is_none() && tr.a.phase == Phase::Growing)
                 .map(|b| b as u64);
             out.extend(tr.alerts.check(t, g, tr.a.forecast.as_ref(), &cfg.levels));
@@ -558,6 +590,8 @@ impl Analyzer {
     }
 }
 
+mod levels;
 mod rise;
+use crate::analysis::levelling::Levelling;
 use crate::analysis::spike::PendingRise;
 use rise::BeforeRise;

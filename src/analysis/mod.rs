@@ -14,6 +14,7 @@ pub(crate) mod envelope;
 pub(crate) mod forecast;
 pub(crate) mod hook;
 pub mod leak;
+pub(crate) mod levelling;
 pub(crate) mod peak;
 pub mod phase;
 pub mod scorecard;

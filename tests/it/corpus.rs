@@ -508,7 +508,8 @@ fn once_the_growth_has_run_fifteen_seconds_the_forecast_holds() {
 
 /// A forecast that comes and goes within a minute is one episode: one
 /// "forecast first shown" note, not one each time. `fifth/02`, a KV cache
-/// at τ 60 s, is shown three times as its fill's rate wavers (`tenth/01`,
+/// at τ 60 s, is shown twice as its fill's rate wavers (three times
+/// before its tensors' levelling off withheld one: `levelling`; `tenth/01`,
 /// shown three times on a saturated GPU, was this test's recording until
 /// a forecast at risk was carried to its latest end: it is shown once).
 #[test]
@@ -530,5 +531,5 @@ fn a_forecast_that_comes_back_soon_is_noted_once() {
         .filter(|w| w[0].assessment.gpu(0).is_none_or(|g| g.forecast.is_none()))
         .filter(|w| w[1].assessment.gpu(0).is_some_and(|g| g.forecast.is_some()))
         .count();
-    assert!(showings >= 3, "{showings}");
+    assert!(showings >= 2, "{showings}");
 }

@@ -1,0 +1,200 @@
+//! A process's tensors levelling off ([`Levelling`]): a cache that fills
+//! towards a plateau (an inference server's KV or prefix cache) slows down
+//! as it fills; a leak keeps the same pace.
+//!
+//! At the driver the two look alike for tens of seconds: the caching
+//! allocator takes memory in segments of gigabytes, and the new prompts'
+//! entries arrive as tensors of random sizes. The tensors themselves
+//! (`allocated`, from the figures PyTorch's caching allocator publishes)
+//! show the slowing sooner: `leak_keep`'s grow in near-identical steps
+//! (2.5, 2.3, 2.5, 2.3 GiB every 5 s), a KV cache's steps shrink (8.0, 7.1,
+//! 7.3, 6.0, …). A quadratic fitted to the tensors since the fill began
+//! gives its rate at the start and now; where the rate now is well under
+//! the start's and the level the fill would reach (an approach to a
+//! plateau at those rates) is well below the GPU's memory, the fill is
+//! levelling off: no leak flag, and no "full in" for its GPU while every
+//! growing process there is such a fill.
+//!
+//! The fill's start is found in the points themselves (no process says
+//! when its growth began): the last reading that rose many times faster
+//! than the last ten seconds' pace (weights or a warm-up arriving, which a
+//! leak's slower growth follows: taken into the fit, that fast start
+//! would read as a slowing on every leak), or fell (memory given back).
+//!
+//! Measured over every corpus set at the moments each false alarm came
+//! (docs/analysis.md, "Seventeenth session").
+
+use std::collections::VecDeque;
+
+use crate::model::{Millis, ProcSample};
+
+/// How far back the points go (ms).
+const KEEP_MS: Millis = 120_000;
+/// The pace the fill's start is measured against: the slower of the last
+/// this many ms and the last half of it (a warm-up that ended seconds ago
+/// left out of the pace).
+const RECENT_MS: Millis = 10_000;
+/// A reading that rose this many times faster than the recent pace (and
+/// by at least [`JUMP_FRAC`] of the GPU) starts the fill after it.
+const FAST: f64 = 5.0;
+/// The least rise of a reading, as a share of the GPU, that counts as fast.
+const JUMP_FRAC: f64 = 0.0035;
+/// A fall of a reading by this share of the GPU starts the fill after it.
+const DROP_FRAC: f64 = 0.007;
+/// The fill must have lasted this long (ms) ...
+const MIN_SPAN_MS: Millis = 15_000;
+/// ... over at least this many points ...
+const MIN_POINTS: usize = 8;
+/// ... and risen by this share of the GPU.
+const MIN_RISE_FRAC: f64 = 0.015;
+/// Levelling off: the rate now under this share of the rate at the start.
+const SLOWER: f64 = 0.75;
+/// And the level it would stop at under this share of the GPU's memory
+/// (room left: a fill that would level at the top is no plateau).
+const BELOW_FRAC: f64 = 0.90;
+
+/// The tensors of one process, to tell a fill that levels off.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Levelling {
+    /// (t, allocated bytes), oldest first.
+    points: VecDeque<(Millis, f64)>,
+}
+
+impl Levelling {
+    /// Feeds `sp`'s allocator figures at `t`, when fresh; returns what its
+    /// tensors hold (bytes), `None` without fresh figures.
+    pub(crate) fn observe(&mut self, sp: &ProcSample, t: Millis) -> Option<f64> {
+        let stats = sp.torch.as_deref()?;
+        if !stats.cuda_initialized || stats.is_stale(t) {
+            return None;
+        }
+        let d = stats.devices.first()?;
+        self.push(stats.t_ms.min(t), d.allocated);
+        Some(d.allocated as f64)
+    }
+
+    /// The tensors held `allocated` bytes at `t` (a publish's own time;
+    /// one not newer than the last is ignored).
+    pub(crate) fn push(&mut self, t: Millis, allocated: u64) {
+        if self.points.back().is_some_and(|(b, _)| t <= *b) {
+            return;
+        }
+        self.points.push_back((t, allocated as f64));
+        while self
+            .points
+            .front()
+            .is_some_and(|(f, _)| t.saturating_sub(*f) > KEEP_MS)
+        {
+            self.points.pop_front();
+        }
+    }
+
+    /// Where the tensors would level off (bytes), if they are a fill that
+    /// is levelling off below the memory of a GPU of `total` bytes, as of
+    /// the last point.
+    pub(crate) fn level(&self, total: u64) -> Option<f64> {
+        let total = total as f64;
+        let &(now, _) = self.points.back()?;
+        if total <= 0.0 {
+            return None;
+        }
+        // The pace of the last ten seconds, or of the last five if slower.
+        let pace = |within: Millis| {
+            let mut recent = self
+                .points
+                .iter()
+                .filter(|(t, _)| now.saturating_sub(*t) <= within);
+            let (t0, v0) = *recent.next()?;
+            let (t1, v1) = *recent.next_back()?;
+            (t1 > t0).then(|| (v1 - v0) / (t1 - t0) as f64)
+        };
+        let pace = pace(RECENT_MS)?.min(pace(RECENT_MS / 2)?);
+        if pace <= 0.0 {
+            return None;
+        }
+        // The fill's start: after the last fast rise or fall.
+        let mut start = 0;
+        let pairs = self.points.iter().zip(self.points.iter().skip(1));
+        for (i, (&(ta, va), &(tb, vb))) in pairs.enumerate() {
+            let rise = vb - va;
+            let fast = rise > JUMP_FRAC * total && rise / (tb - ta).max(1) as f64 > FAST * pace;
+            if fast || rise < -DROP_FRAC * total {
+                start = i + 1;
+            }
+        }
+        let fill: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .skip(start)
+            .map(|&(t, v)| ((t - self.points[start].0) as f64 / 1000.0, v))
+            .collect();
+        let &(span_s, last) = fill.last()?;
+        if fill.len() < MIN_POINTS
+            || span_s * 1000.0 < MIN_SPAN_MS as f64
+            || last - fill[0].1 < MIN_RISE_FRAC * total
+        {
+            return None;
+        }
+        let (_, start_rate, c2) = quadratic(&fill)?;
+        // Slowing: the fitted rate now (at the last point) against the
+        // rate at the start. Taken as an approach to a plateau,
+        // `P − A·e^(−t/τ)`, the rate falls by `e^(−span/τ)`, and what is
+        // left to come is the rate now × τ.
+        let rate = start_rate + 2.0 * c2 * span_s;
+        if c2 >= 0.0 || start_rate <= 0.0 || rate >= SLOWER * start_rate {
+            return None;
+        }
+        let level = if rate <= 0.0 {
+            last
+        } else {
+            last + rate * span_s / (start_rate / rate).ln()
+        };
+        (level < BELOW_FRAC * total).then_some(level)
+    }
+}
+
+/// Least squares `y = c0 + c1·x + c2·x²` over `pts` (x, y), or `None` when
+/// the x are too few or too alike.
+fn quadratic(pts: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    let n = pts.len() as f64;
+    // Centred on the mean x, for a well-conditioned system.
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let (mut s1, mut s2, mut s3, mut s4) = (0.0, 0.0, 0.0, 0.0);
+    let (mut t0, mut t1, mut t2) = (0.0, 0.0, 0.0);
+    for &(x, y) in pts {
+        let u = x - mx;
+        s1 += u;
+        s2 += u * u;
+        s3 += u * u * u;
+        s4 += u * u * u * u;
+        t0 += y;
+        t1 += u * y;
+        t2 += u * u * y;
+    }
+    // Normal equations for (a, b, c) in y = a + b·u + c·u².
+    let m = [[n, s1, s2], [s1, s2, s3], [s2, s3, s4]];
+    let r = [t0, t1, t2];
+    let det = det3(&m);
+    if det.abs() < 1e-9 * s4.max(1.0) * n {
+        return None;
+    }
+    let col = |k: usize| {
+        let mut a = m;
+        for (row, v) in a.iter_mut().zip(r) {
+            row[k] = v;
+        }
+        det3(&a) / det
+    };
+    let (a, b, c) = (col(0), col(1), col(2));
+    // Back to x: a + b(x − mx) + c(x − mx)².
+    Some((a - b * mx + c * mx * mx, b - 2.0 * c * mx, c))
+}
+
+fn det3(m: &[[f64; 3]; 3]) -> f64 {
+    m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+        - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+        + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,103 @@
+use super::*;
+
+const GIB: f64 = (1u64 << 30) as f64;
+const TOTAL: u64 = 140 << 30;
+
+/// The tensors read once a second from 1000 s, `f(s)` GiB at second `s`;
+/// the level at each second.
+fn levels(secs: u64, f: impl Fn(u64) -> f64) -> Vec<Option<f64>> {
+    let mut l = Levelling::default();
+    (0..secs)
+        .map(|s| {
+            l.push(1_000_000 + s * 1000, (f(s) * GIB) as u64);
+            l.level(TOTAL)
+        })
+        .collect()
+}
+
+#[test]
+fn a_quadratic_is_fitted() {
+    let pts: Vec<_> = (0..20)
+        .map(|i| {
+            let x = 100.0 + i as f64;
+            (x, 3.0 + 2.0 * x - 0.5 * x * x)
+        })
+        .collect();
+    let (a, b, c) = quadratic(&pts).unwrap();
+    assert!((a - 3.0).abs() < 1e-3 && (b - 2.0).abs() < 1e-4 && (c + 0.5).abs() < 1e-6);
+    assert!(quadratic(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]).is_none());
+}
+
+#[test]
+fn a_cache_that_fills_towards_a_plateau_is_levelling_off() {
+    // Weights (8 GiB) at second 5, then a cache of up to 40 GiB with a
+    // time constant of 30 s: its level, 48 GiB (34 % of the GPU).
+    let f = |s: u64| {
+        if s < 5 {
+            0.0
+        } else {
+            8.0 + 40.0 * (1.0 - (-((s - 5) as f64) / 30.0).exp())
+        }
+    };
+    let l = levels(60, f);
+    // Not before 15 s of the fill.
+    assert!(l[..20].iter().all(Option::is_none), "{l:?}");
+    let first = l.iter().position(Option::is_some).expect("levelling off");
+    assert!(first <= 35, "{first}");
+    // From then on, and under the GPU, near where it levels.
+    for (s, x) in l.iter().enumerate().skip(first) {
+        let x = x.unwrap_or_else(|| panic!("{s} s"));
+        assert!(
+            x > f(s as u64) * GIB - 1.0 && x < 60.0 * GIB,
+            "{s} s: {}",
+            x / GIB
+        );
+    }
+}
+
+#[test]
+fn a_leak_after_a_fast_warm_up_is_not() {
+    // Weights in 2 s, a warm-up of 30 GiB over 5 s, then 0.5 GiB/s; and
+    // the same with steps (2.5 GiB every 5 s).
+    let smooth = |s: u64| match s {
+        0..=4 => 0.0,
+        5..=6 => 5.0 * (s - 4) as f64,
+        7..=11 => 10.0 + 6.0 * (s - 6) as f64,
+        _ => 40.0 + 0.5 * (s - 11) as f64,
+    };
+    let steps = |s: u64| {
+        if s <= 11 {
+            smooth(s)
+        } else {
+            40.0 + 2.5 * ((s - 11) / 5) as f64
+        }
+    };
+    for (name, l) in [
+        ("smooth", levels(150, smooth)),
+        ("steps", levels(150, steps)),
+    ] {
+        assert!(l.iter().all(Option::is_none), "{name}: {l:?}");
+    }
+}
+
+#[test]
+fn a_fill_that_would_level_above_the_top_is_not_levelling_off() {
+    // A cache that would reach 160 GiB (with its 8 GiB of weights) at
+    // the same slowing pace: it runs out first, at ~60 s.
+    let f = |s: u64| {
+        if s < 5 {
+            0.0
+        } else {
+            8.0 + 152.0 * (1.0 - (-((s - 5) as f64) / 30.0).exp())
+        }
+    };
+    let l = levels(60, f);
+    assert!(
+        l.iter().all(Option::is_none),
+        "{:?}",
+        l.iter()
+            .enumerate()
+            .filter_map(|(s, x)| x.map(|x| (s, (x / GIB) as u64, f(s as u64) as u64)))
+            .collect::<Vec<_>>()
+    );
+}
