@@ -35,6 +35,9 @@ struct GpuTrack {
     demand_latest: VecDeque<(Millis, Millis)>,
     /// When a forecast was last shown for it.
     forecast_last_ms: Option<Millis>,
+    /// When its growing processes were last all fills levelling off, and
+    /// how much more their tensors were to take then.
+    levelled: Option<(Millis, f64)>,
     /// When one of its processes was last seen gone, and when the earliest
     /// of those gone then was first seen.
     exit: Option<(Millis, Millis)>,
@@ -51,6 +54,7 @@ impl GpuTrack {
             demand_latest: VecDeque::new(),
             forecast_last_ms: None,
             exit: None,
+            levelled: None,
             a: GpuAssessment {
                 index: g.index,
                 t_ms: t,
@@ -109,8 +113,7 @@ struct ProcTrack {
     before_rise: Option<Box<PendingRise<BeforeRise>>>,
     /// When its memory last shifted level.
     shifted_ms: Option<Millis>,
-    /// Its tensors, to tell a fill that levels off (not started again at a
-    /// level shift: it finds the fill's start itself).
+    /// Its tensors, to tell a fill that levels off (kept over level shifts).
     fill: Levelling,
     /// Where its tensors level off, bytes, and what they hold now, while
     /// they are a fill levelling off (`Levelling::level`).
@@ -525,8 +528,8 @@ impl Analyzer {
             // Every growing process a fill whose tensors level off below
             // the GPU's memory: no "full in" (unless the GPU is at risk
             // already), and where it levels instead.
-            let fills = levelling
-                .get(&g.index)
+            let fills = tr
+                .fills(t, levelling.get(&g.index).copied())
                 .filter(|_| outlook.at_risk_pct.is_none());
             let fills_to = fills.zip(tr.a.mem).map(|(more, m)| m.used as f64 + more);
             if fills_to.is_some() {

@@ -42,20 +42,6 @@ pub(super) struct Ended {
 }
 
 impl Undo {
-    fn at(&self) -> Millis {
-        match self {
-            Undo::Drop { at, .. } => *at,
-            Undo::Rise(r) => r.at,
-        }
-    }
-
-    fn ended(&self) -> &Ended {
-        match self {
-            Undo::Drop { ended, .. } => ended,
-            Undo::Rise(r) => &r.before,
-        }
-    }
-
     fn ended_mut(&mut self) -> &mut Ended {
         match self {
             Undo::Drop { ended, .. } => ended,
@@ -177,10 +163,17 @@ impl Envelope {
         }
     }
 
-    /// On the shift's own sample (`t_ms`), the forecast shown before it.
+    /// On a rise's own sample (`t_ms`), the forecast shown before it (no
+    /// blank frame while it cannot tell a spike from a new level). Not on a
+    /// drop's: memory given back makes its numbers wrong if the drop stays
+    /// (a KV cache's server freeing 48 GiB read "full in ~55s" at 1 % of
+    /// its GPU, `sixteenth/04`), and a dip that comes back brings the
+    /// forecast back at the next sample.
     pub(super) fn shown_while_shifting(&self, t_ms: Millis) -> Option<Forecast> {
-        let u = self.undo.as_deref().filter(|u| u.at() == t_ms)?;
-        u.ended().forecast
+        match self.undo.as_deref()? {
+            Undo::Rise(r) if r.at == t_ms => r.before.forecast,
+            _ => None,
+        }
     }
 }
 

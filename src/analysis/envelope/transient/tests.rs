@@ -244,3 +244,28 @@ fn a_spike_that_falls_part_of_the_way_keeps_its_top() {
         top / GIB
     );
 }
+
+#[test]
+fn a_drop_does_not_show_the_forecast_from_before_on_its_own_sample() {
+    // 80 GiB growing at 0.5 GiB/s (shown by 29 s); at 30 s one reading
+    // 70 GiB lower (memory given back), back the next second, or not.
+    let base = |s: u64| 80.0 * GIB + 0.5 * GIB * s as f64;
+    for stays in [false, true] {
+        let f = |s: u64| {
+            let u = if s == 30 || (stays && s > 30) {
+                base(s) - 70.0 * GIB
+            } else {
+                base(s)
+            };
+            (u, u)
+        };
+        let o = run(33, f);
+        assert!(o[29].forecast.is_some(), "shown before the drop");
+        assert!(
+            o[30].forecast.is_none(),
+            "stays {stays}: {:?}",
+            o[30].forecast
+        );
+        assert_eq!(o[31].forecast.is_some(), !stays, "stays {stays}");
+    }
+}
