@@ -507,15 +507,17 @@ fn once_the_growth_has_run_fifteen_seconds_the_forecast_holds() {
 }
 
 /// A forecast that comes and goes within a minute is one episode: one
-/// "forecast first shown" note, not one each time. `fifth/02`, a KV cache
-/// at τ 60 s, is shown twice as its fill's rate wavers (three times
-/// before its tensors' levelling off withheld one: `levelling`; `tenth/01`,
+/// "forecast first shown" note, not one each time. `sixteenth/01`'s leak
+/// is forecast, withdrawn over a validation's spike, and forecast again
+/// (`fifth/02`, a KV cache at τ 60 s shown three times as its fill's rate
+/// wavered, was this test's recording until its tensors' levelling off
+/// withheld those: `levelling`; `tenth/01`,
 /// shown three times on a saturated GPU, was this test's recording until
 /// a forecast at risk was carried to its latest end: it is shown once).
 #[test]
 fn a_forecast_that_comes_back_soon_is_noted_once() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/corpus/fifth/02-gpu0-kv_plateau-tau60-seed8.jsonl.zst");
+        .join("tests/fixtures/corpus/sixteenth/01-gpu0-vision_leak-s0.7-seed19.jsonl.zst");
     let rec = vramwatch::record::Recording::open(&path).expect("opens");
     let snaps = rec.iter().map(|s| s.expect("reads"));
     let all = vramwatch::pipeline::analyse_all(&AnalysisConfig::default(), snaps);
