@@ -35,8 +35,7 @@ struct GpuTrack {
     demand_latest: VecDeque<(Millis, Millis)>,
     /// When a forecast was last shown for it.
     forecast_last_ms: Option<Millis>,
-    /// When its growing processes were last all fills levelling off, and
-    /// how much more their tensors were to take then.
+    /// When it last grew only by fills levelling off, and by how much more.
     levelled: Option<(Millis, f64)>,
     /// When one of its processes was last seen gone, and when the earliest
     /// of those gone then was first seen.
@@ -115,8 +114,7 @@ struct ProcTrack {
     shifted_ms: Option<Millis>,
     /// Its tensors, to tell a fill that levels off (kept over level shifts).
     fill: Levelling,
-    /// Where its tensors level off, bytes, and what they hold now, while
-    /// they are a fill levelling off (`Levelling::level`).
+    /// Where its tensors level off and what they hold now (bytes).
     levelling: Option<(f64, f64)>,
     a: ProcAssessment,
 }
@@ -386,8 +384,7 @@ impl Analyzer {
                 .copied()
                 .or_else(|| tr.tensors.flag(t).filter(|_| at_risk))
                 .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill)
-                // Nor are tensors that level off well below the GPU's
-                // memory (a cache filling towards its plateau).
+                // Nor are tensors levelling off (a cache filling up).
                 .filter(|_| tr.levelling.is_none());
             // One alert per flag: another once both have cleared.
             if cleared && flag.is_none() {
@@ -525,13 +522,16 @@ impl Analyzer {
                     .filter(|_| saturated && outlook.rate.is_some() && !gone)
                     .and_then(|p| p.carried_at_risk(t, cfg.interval));
             let mut forecast = forecast.or(held);
-            // Every growing process a fill whose tensors level off below
-            // the GPU's memory: no "full in" (unless the GPU is at risk
-            // already), and where it levels instead.
+            // Growing only by fills levelling off (below the top, all
+            // together; not at risk): no "full in", where it levels instead.
             let fills = tr
                 .fills(t, levelling.get(&g.index).copied())
                 .filter(|_| outlook.at_risk_pct.is_none());
-            let fills_to = fills.zip(tr.a.mem).map(|(more, m)| m.used as f64 + more);
+            let fills_to = fills
+                .zip(tr.a.mem)
+                .map(|(more, m)| (m.used as f64 + more, m.total as f64))
+                .filter(|(to, total)| *to < BELOW_FRAC * total)
+                .map(|(to, _)| to);
             if fills_to.is_some() {
                 forecast = None;
             }
@@ -595,6 +595,6 @@ impl Analyzer {
 
 mod levels;
 mod rise;
-use crate::analysis::levelling::Levelling;
+use crate::analysis::levelling::{BELOW_FRAC, Levelling};
 use crate::analysis::spike::PendingRise;
 use rise::BeforeRise;

@@ -50,8 +50,9 @@ const MIN_RISE_FRAC: f64 = 0.015;
 /// Levelling off: the rate now under this share of the rate at the start.
 const SLOWER: f64 = 0.75;
 /// And the level it would stop at under this share of the GPU's memory
-/// (room left: a fill that would level at the top is no plateau).
-const BELOW_FRAC: f64 = 0.90;
+/// (room left: a fill that would level at the top is no plateau); for a
+/// GPU, the level of all its fills together.
+pub(crate) const BELOW_FRAC: f64 = 0.90;
 
 /// The tensors of one process, to tell a fill that levels off.
 #[derive(Clone, Debug, Default)]
