@@ -51,12 +51,7 @@ impl ProcDemand {
     /// demand beyond that reading (negative: its cache holds more than its
     /// tensors ever needed at once). `None` without fresh figures.
     pub(crate) fn observe(&mut self, sp: &ProcSample, mem: u64, t: Millis) -> Option<f64> {
-        let stats = sp.torch.as_deref()?;
-        if !stats.cuda_initialized || stats.is_stale(t) {
-            return None;
-        }
-        // The process's entry for this GPU (the sampler keeps only that one).
-        let d = stats.devices.first()?;
+        let d = sp.torch.as_deref()?.fresh(t)?;
         // The file and the driver are read at different moments: a file
         // that still shows more reserved than the driver now sees (the
         // cache was just released) says nothing about what lies outside it.

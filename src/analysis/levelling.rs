@@ -66,10 +66,7 @@ impl Levelling {
     /// tensors hold (bytes), `None` without fresh figures.
     pub(crate) fn observe(&mut self, sp: &ProcSample, t: Millis) -> Option<f64> {
         let stats = sp.torch.as_deref()?;
-        if !stats.cuda_initialized || stats.is_stale(t) {
-            return None;
-        }
-        let d = stats.devices.first()?;
+        let d = stats.fresh(t)?;
         self.push(stats.t_ms.min(t), d.allocated);
         Some(d.allocated as f64)
     }

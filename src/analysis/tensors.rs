@@ -39,10 +39,7 @@ impl TensorLeak {
     /// change, if any.
     pub(crate) fn observe(&mut self, sp: &ProcSample, t: Millis, tol: f64) -> Option<LeakChange> {
         let stats = sp.torch.as_deref()?;
-        if !stats.cuda_initialized || stats.is_stale(t) || self.seq == Some(stats.seq) {
-            return None;
-        }
-        let d = stats.devices.first()?;
+        let d = stats.fresh(t).filter(|_| self.seq != Some(stats.seq))?;
         self.seq = Some(stats.seq);
         let at = stats.t_ms.min(t);
         self.rises.observe(at, d.allocated as f64, tol);

@@ -170,6 +170,16 @@ impl AllocStats {
         self.age_ms(now_ms) > limit
     }
 
+    /// The figures of the one GPU a process sample holds (the sampler keeps
+    /// only that GPU's entry), if CUDA is up and they are not stale at
+    /// `now_ms`: what the analysis reads.
+    pub fn fresh(&self, now_ms: Millis) -> Option<&DeviceAlloc> {
+        if !self.cuda_initialized || self.is_stale(now_ms) {
+            return None;
+        }
+        self.devices.first()
+    }
+
     /// Whether `PYTORCH_CUDA_ALLOC_CONF` turns expandable segments on.
     pub fn expandable_segments(&self) -> bool {
         self.alloc_conf.as_deref().is_some_and(|conf| {
