@@ -49,6 +49,10 @@ const MIN_POINTS: usize = 8;
 const MIN_RISE_FRAC: f64 = 0.015;
 /// Levelling off: the rate now under this share of the rate at the start.
 const SLOWER: f64 = 0.75;
+/// A fill this long (ms) must level off over its last half too. (From
+/// 30 s, two more false alarms: the last half of a 40 s KV cache fill,
+/// at τ 25–30 s and with entries of random sizes, did not slow enough.)
+const HALVES_MS: Millis = 45_000;
 /// And the level it would stop at under this share of the GPU's memory
 /// (room left: a fill that would level at the top is no plateau); for a
 /// GPU, the level of all its fills together.
@@ -133,22 +137,38 @@ impl Levelling {
         {
             return None;
         }
-        let (_, start_rate, c2) = quadratic(&fill)?;
-        // Slowing: the fitted rate now (at the last point) against the
-        // rate at the start. Taken as an approach to a plateau,
-        // `P − A·e^(−t/τ)`, the rate falls by `e^(−span/τ)`, and what is
-        // left to come is the rate now × τ.
-        let rate = start_rate + 2.0 * c2 * span_s;
-        if c2 >= 0.0 || start_rate <= 0.0 || rate >= SLOWER * start_rate {
-            return None;
+        // Levelling off over the whole fill; and, once it is long enough
+        // to halve, over its last half too, and where the later says: a
+        // leak beneath a fill keeps its pace after the fill has slowed, so
+        // its last half slows less (or not at all) and would go higher.
+        let mut level = plateau(&fill)?;
+        let half = fill.partition_point(|&(t, _)| t < span_s / 2.0);
+        if span_s * 1000.0 >= HALVES_MS as f64 && fill.len() - half >= MIN_POINTS {
+            level = level.max(plateau(&fill[half..])?);
         }
-        let level = if rate <= 0.0 {
-            last
-        } else {
-            last + rate * span_s / (start_rate / rate).ln()
-        };
         (level < BELOW_FRAC * total).then_some(level)
     }
+}
+
+/// Where the points (s, bytes) would level off, taken as an approach to a
+/// plateau, if they slow: `None` unless the fitted rate at the last point
+/// is under [`SLOWER`] of the rate at the first.
+fn plateau(fill: &[(f64, f64)]) -> Option<f64> {
+    let &(t0, _) = fill.first()?;
+    let &(t1, last) = fill.last()?;
+    let (_, c1, c2) = quadratic(fill)?;
+    // As `P − A·e^(−t/τ)`, the rate falls by `e^(−span/τ)`, and what is
+    // left to come is the rate now × τ.
+    let start_rate = c1 + 2.0 * c2 * t0;
+    let rate = c1 + 2.0 * c2 * t1;
+    if c2 >= 0.0 || start_rate <= 0.0 || rate >= SLOWER * start_rate {
+        return None;
+    }
+    Some(if rate <= 0.0 {
+        last
+    } else {
+        last + rate * (t1 - t0) / (start_rate / rate).ln()
+    })
 }
 
 /// Least squares `y = c0 + c1·x + c2·x²` over `pts` (x, y), or `None` when

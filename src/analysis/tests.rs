@@ -492,3 +492,63 @@ fn a_process_gone_during_a_spike_ends_the_gpus_regime() {
     let (_, why) = a.envelope_state(0).unwrap();
     assert_eq!(why, "young regime");
 }
+
+/// Second `s` of a 140 GiB GPU whose one process's tensors hold
+/// `tensors` GiB (published), in 2 GiB segments the driver sees, with a
+/// 0.5 GiB context.
+fn torch_tensors(s: u64, tensors: f64) -> Snapshot {
+    let gib = (1u64 << 30) as f64;
+    let segments = (tensors / 2.0).ceil() * 2.0 + 0.5;
+    let allocated = (tensors * gib) as u64;
+    // `one_torch_process` publishes its peak less 1 GiB as allocated.
+    one_torch_process(s, (segments * gib) as u64, Some(allocated + (1 << 30)))
+}
+
+/// Weights (8 GiB) in 5 s, then a cache of 40 GiB filling with a time
+/// constant of 30 s, and with `leak` GiB/s kept beneath it: what the
+/// analyzer says each second, (leak flag, GPU forecast, levels at).
+fn cache_fill(leak: f64, secs: u64) -> Vec<(bool, bool, bool)> {
+    let mut a = Analyzer::new(&AnalysisConfig::default());
+    (0..secs)
+        .map(|s| {
+            let t = s.saturating_sub(5) as f64;
+            let cache = 40.0 * (1.0 - (-t / 30.0).exp());
+            let tensors = 1.6 * s.min(5) as f64 + cache + leak * t;
+            a.observe(&torch_tensors(s, tensors));
+            let p = a.processes().find(|p| p.id.key.pid == 10).unwrap();
+            let g = a.gpu(0).unwrap();
+            (
+                p.leak.is_some(),
+                g.forecast.is_some(),
+                g.levels_at.is_some(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_cache_filling_towards_a_plateau_is_no_leak_and_no_forecast() {
+    let said = cache_fill(0.0, 150);
+    assert!(said.iter().all(|(leak, ..)| !leak), "{said:?}");
+    assert!(said[40..].iter().all(|(_, fc, _)| !fc), "{said:?}");
+    assert!(said[40..100].iter().all(|(.., lv)| *lv), "{said:?}");
+}
+
+#[test]
+fn a_leak_beneath_a_cache_that_levels_off_is_not_hidden() {
+    // 0.5 GiB/s beneath: 140 GiB at ~190 s. After the fill is seen (from
+    // 22 s) the leak flag and the forecast come back by 70 s, to stay;
+    // judged by the whole fill alone they came at 122 s.
+    let said = cache_fill(0.5, 188);
+    let hidden = said
+        .iter()
+        .rposition(|&(leak, fc, _)| !(leak && fc))
+        .unwrap();
+    assert!(hidden < 70, "hidden to {hidden} s: {said:?}");
+    assert!(
+        said[25..40]
+            .iter()
+            .all(|&(leak, fc, lv)| !leak && !fc && lv),
+        "{said:?}"
+    );
+}

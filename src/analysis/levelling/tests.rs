@@ -101,3 +101,30 @@ fn a_fill_that_would_level_above_the_top_is_not_levelling_off() {
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_leak_beneath_a_fill_shows_once_the_fill_has_slowed() {
+    // 8 GiB of weights, a cache of 40 GiB at τ 30 s from second 5 and
+    // `leak` GiB/s beneath it. Fitted whole, the fill's fast start makes
+    // the leak look like a slowing fill far longer (to 117 s, 172 s and
+    // 150 s); its last half keeps the leak's pace.
+    for (leak, tau, cache, by) in [
+        (0.5, 30.0, 40.0, 70),
+        (0.25, 30.0, 40.0, 140),
+        (0.3, 20.0, 60.0, 100),
+    ] {
+        let f = |s: u64| match s {
+            0..5 => 0.0,
+            _ => {
+                let t = (s - 5) as f64;
+                8.0 + cache * (1.0 - (-t / tau).exp()) + leak * t
+            }
+        };
+        let l = levels(300, f);
+        let last = l
+            .iter()
+            .rposition(Option::is_some)
+            .expect("levelling at first");
+        assert!(last < by, "leak {leak}: levelling to {last} s");
+    }
+}
