@@ -19,13 +19,22 @@ extrapolates the early rate calls an OOM that never comes.
 Ground truth: expect "no_alarm"; growth_start = the first request (weights
 loaded); growth_end is left null (the approach is asymptotic; the truth
 file's plan gives tau and the plateau); no OOM.
+
+variant leak: the same server, with a leak beneath the cache: every request
+keeps a float32 copy of (part of) its prompt's last-layer keys in a list
+"for an attention debug view" that is never cleared. The cache plateaus at
+--leak-target-frac (default 0.5) of the GPU and the list grows at a steady
+pace sized so that it takes the rest in --growth-s (default 120 s at speed
+1): expect "oom". The cache's early growth hides the leak's; a detector that
+takes the slowing of the sum for a plateau misses it.
 """
 
 import common as C
 
 
 def main():
-    p = C.base_parser("kv_plateau", __doc__, seconds=90, variants=["default"], target_frac=0.8)
+    p = C.base_parser("kv_plateau", __doc__, seconds=90, variants=["default", "leak"], target_frac=0.8,
+                      growth_s=120)
     p.add_argument("--tau-s", type=float, default=20.0, help="time constant of the cache fill at speed 1")
     p.add_argument("--gen", type=int, default=4, help="tokens decoded per request")
     p.add_argument("--prompt-min", type=int, default=2048)
@@ -33,9 +42,15 @@ def main():
     p.add_argument("--load-gbps", type=float, default=10.0, help="weights load rate at speed 1 (GB/s)")
     p.add_argument("--d", type=int, default=4096)
     p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--leak-target-frac", type=float, default=0.5,
+                   help="variant leak: share of the GPU the cache's plateau puts it at (default 0.5)")
     args = p.parse_args()
-    run = C.Run("kv_plateau", args, expect="no_alarm",
-                note="prefix KV cache over a finite prompt set: grows like 1-exp(-t/tau) to a plateau")
+    leak = args.variant == "leak"
+    if leak:
+        args.target_frac = args.leak_target_frac
+    run = C.Run("kv_plateau", args, expect="oom" if leak else "no_alarm",
+                note="prefix KV cache over a finite prompt set: grows like 1-exp(-t/tau) to a plateau"
+                + ("; each request keeps an fp32 copy of its prompt's last-layer keys (a leak beneath)" if leak else ""))
     C.main_for(run, body)
 
 
@@ -130,9 +145,23 @@ def body(run):
     rate = n / a.tau_s  # requests per second at speed 1
     run.plan.update({"prompts": n, "plateau_cache_bytes": sum(lengths) * per_token, "tau_s_speed1": a.tau_s,
                      "requests_per_s_speed1": rate, "kv_bytes_per_token": per_token})
+    # The leak (variant leak): the share of each prompt's last-layer keys
+    # kept as float32, so the list takes what the plateau leaves in
+    # --growth-s at speed 1.
+    keep_frac = 0.0
+    if a.variant == "leak":
+        total_bytes = run.plan.get("total_bytes") or 0
+        room = total_bytes - run.plan.get("used_before_fill_bytes", 0) - cache_budget - working
+        mean_t = sum(lengths) / len(lengths)
+        per_request = mean_t * d * 4  # the whole prompt's keys, fp32
+        keep_frac = min(1.0, max(0.0, room) / (a.growth_s * rate * per_request)) if not run.dry else 0.5
+        run.plan.update({"leak_keep_frac": round(keep_frac, 4),
+                         "leak_bytes_per_s_speed1": int(keep_frac * per_request * rate),
+                         "planned_oom_after_growth_start_s": a.growth_s / a.speed})
 
     run.set_phase("serve")
     cache = {}
+    debug_keys = []  # the leak (variant leak): never cleared
     pacer = run.pacer(rate)
     served = 0
     run.mark_growth_start(what="prefix_cache_fill", tau_s=a.tau_s / a.speed, plateau_bytes=sum(lengths) * per_token)
@@ -144,6 +173,9 @@ def body(run):
         if entry is None:
             entry = cache[k] = prefill(prompts[k])
         decode(entry, prompts[k][-1:], a.gen)
+        if keep_frac > 0:
+            rows = max(1, int(entry.shape[2] * keep_frac))
+            debug_keys.append(entry[L - 1, 0, :rows].float())
         served += 1
         run.tick(served, cached=len(cache), of=n)
         pacer.wait()

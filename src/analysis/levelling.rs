@@ -157,18 +157,23 @@ fn plateau(fill: &[(f64, f64)]) -> Option<f64> {
     let &(t0, _) = fill.first()?;
     let &(t1, last) = fill.last()?;
     let (_, c1, c2) = quadratic(fill)?;
-    // As `P − A·e^(−t/τ)`, the rate falls by `e^(−span/τ)`, and what is
-    // left to come is the rate now × τ.
     let start_rate = c1 + 2.0 * c2 * t0;
     let rate = c1 + 2.0 * c2 * t1;
     if c2 >= 0.0 || start_rate <= 0.0 || rate >= SLOWER * start_rate {
         return None;
     }
-    Some(if rate <= 0.0 {
-        last
-    } else {
-        last + rate * (t1 - t0) / (start_rate / rate).ln()
-    })
+    Some(last + still_to_come(start_rate, rate, t1 - t0))
+}
+
+/// What an approach to a plateau, `P − A·e^(−t/τ)`, has still to add
+/// (bytes) when its rate fell from `then` to `now` (B/s, `then` > `now`)
+/// over `dt_s`: the rate falls by `e^(−dt/τ)`, and what is left is the rate
+/// now × τ. Nothing once the rate is not positive.
+pub(crate) fn still_to_come(then: f64, now: f64, dt_s: f64) -> f64 {
+    if now <= 0.0 {
+        return 0.0;
+    }
+    now * dt_s / (then / now).ln()
 }
 
 /// Least squares `y = c0 + c1·x + c2·x²` over `pts` (x, y), or `None` when

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 
 use super::{Confirm, Envelope, EnvelopeParams, Point, theil_sen};
+use crate::analysis::levelling::still_to_come;
 use crate::analysis::slope::Rate;
 use crate::model::MemInfo;
 
@@ -78,9 +79,9 @@ impl Envelope {
         if b.bps <= 0.0 {
             return None;
         }
+        // From the rate a quarter span after b's, at the same slowing.
         let q = b.bps / a.bps;
-        let tau = (span_s / 2.0) / (1.0 / q).ln();
-        let plateau = last.used + b.bps * q.sqrt() * tau;
+        let plateau = last.used + q.sqrt() * still_to_come(a.bps, b.bps, span_s / 2.0);
         let usable = m.total.saturating_sub(m.reserved) as f64;
         let ahead = plateau - last.used >= LEVEL_MIN * m.total as f64;
         (plateau.is_finite() && plateau < usable && ahead).then_some(plateau)
