@@ -21,8 +21,9 @@ loaded); growth_end is left null (the approach is asymptotic; the truth
 file's plan gives tau and the plateau); no OOM.
 
 variant leak: the same server, with a leak beneath the cache: every request
-keeps a float32 copy of (part of) its prompt's last-layer keys in a list
-"for an attention debug view" that is never cleared. The cache plateaus at
+keeps a float32 copy of the first tokens of its prompt's cache entry (all
+layers' keys and values) in a list "for an attention debug view" that is
+never cleared. The cache plateaus at
 --leak-target-frac (default 0.5) of the GPU and the list grows at a steady
 pace sized so that it takes the rest in --growth-s (default 120 s at speed
 1): expect "oom". The cache's early growth hides the leak's; a detector that
@@ -50,7 +51,7 @@ def main():
         args.target_frac = args.leak_target_frac
     run = C.Run("kv_plateau", args, expect="oom" if leak else "no_alarm",
                 note="prefix KV cache over a finite prompt set: grows like 1-exp(-t/tau) to a plateau"
-                + ("; each request keeps an fp32 copy of its prompt's last-layer keys (a leak beneath)" if leak else ""))
+                + ("; each request keeps an fp32 copy of part of its cache entry (a leak beneath)" if leak else ""))
     C.main_for(run, body)
 
 
@@ -145,15 +146,15 @@ def body(run):
     rate = n / a.tau_s  # requests per second at speed 1
     run.plan.update({"prompts": n, "plateau_cache_bytes": sum(lengths) * per_token, "tau_s_speed1": a.tau_s,
                      "requests_per_s_speed1": rate, "kv_bytes_per_token": per_token})
-    # The leak (variant leak): the share of each prompt's last-layer keys
-    # kept as float32, so the list takes what the plateau leaves in
-    # --growth-s at speed 1.
+    # The leak (variant leak): the share of each prompt's cache entry kept
+    # as float32, so the list takes what the plateau leaves in --growth-s
+    # at speed 1.
     keep_frac = 0.0
     if a.variant == "leak":
         total_bytes = run.plan.get("total_bytes") or 0
         room = total_bytes - run.plan.get("used_before_fill_bytes", 0) - cache_budget - working
         mean_t = sum(lengths) / len(lengths)
-        per_request = mean_t * d * 4  # the whole prompt's keys, fp32
+        per_request = mean_t * per_token * 2  # the whole entry, fp32
         keep_frac = min(1.0, max(0.0, room) / (a.growth_s * rate * per_request)) if not run.dry else 0.5
         run.plan.update({"leak_keep_frac": round(keep_frac, 4),
                          "leak_bytes_per_s_speed1": int(keep_frac * per_request * rate),
@@ -175,7 +176,7 @@ def body(run):
         decode(entry, prompts[k][-1:], a.gen)
         if keep_frac > 0:
             rows = max(1, int(entry.shape[2] * keep_frac))
-            debug_keys.append(entry[L - 1, 0, :rows].float())
+            debug_keys.append(entry[:, :, :rows].float())
         served += 1
         run.tick(served, cached=len(cache), of=n)
         pacer.wait()

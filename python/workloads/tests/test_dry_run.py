@@ -38,6 +38,7 @@ CASES = [
     ("fragment", ["--variant", "expandable", "--seconds", "5"], 0, "completed", "no_alarm"),
     ("healthy_train", ["--warmup-s", "1", "--eval-every-s", "1", "--seconds", "5"], 0, "completed", "no_alarm"),
     ("kv_plateau", ["--tau-s", "0.2", "--seconds", "5"], 0, "completed", "no_alarm"),
+    ("kv_plateau", ["--variant", "leak", "--tau-s", "0.2"], 3, "oom", "oom"),
     ("dataset_load", ["--seconds", "5"], 0, "completed", "no_alarm"),
     ("weights_load", ["--seconds", "5"], 0, "completed", "no_alarm"),
 ]
