@@ -466,7 +466,7 @@ impl Analyzer {
 
     /// Each GPU's forecast and at-risk state, and its alerts.
     fn forecast_gpus(&mut self, snap: &Snapshot, t: Millis) -> Vec<Alert> {
-        let levelling = self.levelling_gpus();
+        let levelling = self.levelling_gpus(t);
         let cfg = &self.cfg;
         let gap = cfg.interval.as_secs_f64();
         let mut out = Vec::new();

@@ -15,12 +15,13 @@ use crate::model::Millis;
 const FILL_HOLD_MS: Millis = 10_000;
 
 impl Analyzer {
-    /// Each GPU whose live processes that grow (by phase, or flagged
-    /// before the fill was seen) are all fills levelling off, with at least
+    /// Each GPU whose live processes that grow (by phase, flagged before
+    /// the fill was seen, or by tensors growing inside a cache that hides
+    /// them from the driver) are all fills levelling off, with at least
     /// one: how much more their tensors will take, bytes. A process that
     /// grows without figures to tell (it does not publish them) or whose
     /// tensors do not slow keeps its GPU's forecast.
-    pub(super) fn levelling_gpus(&self) -> HashMap<u32, f64> {
+    pub(super) fn levelling_gpus(&self, t: Millis) -> HashMap<u32, f64> {
         let mut more: HashMap<u32, Option<f64>> = HashMap::new();
         for tr in self.procs.values().filter(|tr| tr.a.alive) {
             let gpu = tr.a.id.gpu;
@@ -30,7 +31,10 @@ impl Analyzer {
                         *m += (level - now).max(0.0);
                     }
                 }
-                None if tr.series.phase.phase() == Phase::Growing || tr.leak.flag().is_some() => {
+                None if tr.series.phase.phase() == Phase::Growing
+                    || tr.leak.flag().is_some()
+                    || tr.tensors.flag(t).is_some() =>
+                {
                     more.insert(gpu, None);
                 }
                 None => {}
