@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, Criterion};
 use vramwatch::model::{ProcSample, Snapshot};
 use vramwatch::record::{Header, Recording, Writer, WriterOptions};
-use vramwatch::sampler::diff_events;
+use vramwatch::sampler::{OomCounts, diff_events};
 use vramwatch::source::sim::SimWorld;
 
 const T0: u64 = 1_764_000_000_000;
@@ -82,6 +82,7 @@ fn record(scenario: &str, n: u64, plain: &Path, zst: &Path) {
     let mut wz = Writer::create(zst, header, opts).expect("create zst");
     let (mut t_gen, mut t_plain, mut t_zst) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let mut prev: Option<Snapshot> = None;
+    let mut counts = OomCounts::default();
     let mut events = 0usize;
     // What `record` reads: process utilisation and host facts (CPU %,
     // RSS) every `proc_util_interval` (nothing shows them), the rest every
@@ -100,7 +101,7 @@ fn record(scenario: &str, n: u64, plain: &Path, zst: &Path) {
             hold(&mut s, &held);
         }
         if let Some(p) = &prev {
-            s.events = diff_events(p, &s);
+            s.events = diff_events(p, &s, &mut counts);
         }
         events += s.events.len();
         t_gen += t.elapsed();

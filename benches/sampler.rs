@@ -13,7 +13,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use vramwatch::app::fixture::T0_MS;
-use vramwatch::sampler::{Assembler, Peaks, Schedule, diff_events};
+use vramwatch::sampler::{Assembler, OomCounts, Peaks, Schedule, diff_events};
 use vramwatch::source::Source;
 use vramwatch::source::sim::{SimSource, SimWorld};
 
@@ -51,7 +51,7 @@ fn cycle(c: &mut Criterion) {
                 let mut snap = asm.publish(seq, t + 900);
                 host.enrich(t + 900, &mut snap.procs, true);
                 if let Some(prev) = &prev {
-                    black_box(diff_events(prev, &snap));
+                    black_box(diff_events(prev, &snap, &mut OomCounts::default()));
                 }
                 prev = Some(snap);
                 seq += 1;
@@ -88,7 +88,7 @@ fn cycle(c: &mut Criterion) {
                     asm.fold_normal(i, normals[i].clone());
                 }
                 let snap = asm.publish(1, t + 1000);
-                black_box(diff_events(&prev_snap, &snap))
+                black_box(diff_events(&prev_snap, &snap, &mut OomCounts::default()))
             })
         },
     );

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use crate::analysis::{Alert, AnalysisConfig, Analyzer, Forecast};
 use crate::model::units::duration_short;
 use crate::model::{EventKind, Millis, ProcId, ProcessKey, Snapshot};
-use crate::sampler::{OOM_NEAR_FULL_PCT, diff_events};
+use crate::sampler::{OOM_NEAR_FULL_PCT, OomCounts, diff_events};
 
 /// How long before an OOM forecasts are looked up, seconds.
 pub const LEADS_S: [u64; 3] = [60, 30, 10];
@@ -169,6 +169,8 @@ fn short(label: &str) -> String {
 pub struct Scorer {
     analyzer: Analyzer,
     prev: Option<Snapshot>,
+    /// What the processes' allocators have counted ([`diff_events`]).
+    counts: OomCounts,
     history: BTreeMap<u32, VecDeque<(Millis, Option<Forecast>)>>,
     index: HashMap<ProcId, usize>,
     card: Scorecard,
@@ -179,6 +181,7 @@ impl Scorer {
         Scorer {
             analyzer: Analyzer::new(cfg),
             prev: None,
+            counts: OomCounts::default(),
             history: BTreeMap::new(),
             index: HashMap::new(),
             card: Scorecard::default(),
@@ -223,7 +226,7 @@ impl Scorer {
         }
 
         if let Some(prev) = &self.prev {
-            for e in diff_events(prev, snap) {
+            for e in diff_events(prev, snap, &mut self.counts) {
                 let (Some(gpu), Some(pid)) = (e.gpu, e.pid) else {
                     continue;
                 };

@@ -85,6 +85,7 @@ fn watch(src: &dyn Source, out: &Output, every: Duration) -> Result<()> {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut prev: Option<Snapshot> = None;
+        let mut counts = crate::sampler::OomCounts::default();
         loop {
             tokio::select! {
                 r = &mut stop => return r,
@@ -92,7 +93,7 @@ fn watch(src: &dyn Source, out: &Output, every: Duration) -> Result<()> {
                     let mut snap = crate::sampler::sample_once(src, CPU_WINDOW);
                     if let Some(p) = &prev {
                         snap.seq = p.seq + 1;
-                        let changes = crate::sampler::diff_events(p, &snap);
+                        let changes = crate::sampler::diff_events(p, &snap, &mut counts);
                         snap.events.extend(changes);
                     }
                     print(out, &src.system(), &snap, true)?;

@@ -368,10 +368,11 @@ impl SimWorld {
     /// between consecutive ones, as the sampler would send them.
     pub fn snapshots(&self, t0_ms: Millis, step_ms: u64, count: u64, me: &str) -> Vec<Snapshot> {
         let mut out: Vec<Snapshot> = Vec::with_capacity(count as usize);
+        let mut counts = super::OomCounts::default();
         for i in 0..count {
             let mut s = self.snapshot(i, t0_ms + i * step_ms, me);
             if let Some(prev) = out.last() {
-                let mut ev = super::diff_events(prev, &s);
+                let mut ev = super::diff_events(prev, &s, &mut counts);
                 ev.append(&mut s.events);
                 s.events = ev;
             }

@@ -1,6 +1,6 @@
 //! Events that follow from two consecutive snapshots.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::model::{Event, EventKind, GpuSample, GpuState, Millis, ProcId, ProcSample, Snapshot};
 
@@ -19,19 +19,24 @@ fn oom_count(n: u64) -> String {
     crate::model::units::plural(n, "out-of-memory error", "out-of-memory errors")
 }
 
+/// What each live process's allocator has counted so far, kept across
+/// snapshots: a round without its figures (a publish not read in time)
+/// loses no count.
+#[derive(Debug, Default)]
+pub struct OomCounts(HashMap<ProcId, u64>);
+
 /// A new out-of-memory error counted by process `p`'s allocator since its
-/// sample in `prev`: an OOM it lived through (caught: a batch skipped), or
-/// the one it is about to exit with. Counted against its last publish
-/// seen: a count already there when its figures first arrive is not new,
-/// nor is one an exit carries (an OOM caught hours before, as batch-size
-/// finders do on purpose, says nothing about why it left).
-fn counted_oom(prev: &Snapshot, p: &ProcSample, t_ms: Millis) -> Option<Event> {
-    let was = prev
-        .procs
-        .iter()
-        .find(|q| q.id() == p.id())
-        .and_then(ooms)?;
-    let now = ooms(p).filter(|&n| n > was)?;
+/// last publish seen: an OOM it lived through (caught: a batch skipped),
+/// or the one it is about to exit with. A count already there when its
+/// figures first arrive is not new.
+fn counted_oom(counts: &mut OomCounts, p: &ProcSample, t_ms: Millis) -> Option<Event> {
+    let now = ooms(p)?;
+    let seen = counts.0.entry(p.id()).or_insert(now);
+    if now <= *seen {
+        *seen = now;
+        return None;
+    }
+    *seen = now;
     Some(Event {
         t_ms,
         kind: EventKind::SuspectedOom,
@@ -49,14 +54,20 @@ fn counted_oom(prev: &Snapshot, p: &ProcSample, t_ms: Millis) -> Option<Event> {
 
 /// Events that follow from two consecutive snapshots: processes that came
 /// and went (an exit on a nearly full GPU is a suspected OOM), an
-/// out-of-memory error a process's allocator counted ([`counted_oom`]),
-/// GPUs lost.
-pub fn diff_events(prev: &Snapshot, next: &Snapshot) -> Vec<Event> {
+/// out-of-memory error a process's allocator counted ([`counted_oom`],
+/// against `counts`), GPUs lost.
+pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> Vec<Event> {
     let before: HashSet<ProcId> = prev.procs.iter().map(ProcSample::id).collect();
     let after: HashSet<ProcId> = next.procs.iter().map(ProcSample::id).collect();
+    // The counts in `prev` are seen, if these are the first snapshots.
+    for p in &prev.procs {
+        if let Some(n) = ooms(p) {
+            counts.0.entry(p.id()).or_insert(n);
+        }
+    }
     let mut out = Vec::new();
     for p in &next.procs {
-        out.extend(counted_oom(prev, p, next.t_ms));
+        out.extend(counted_oom(counts, p, next.t_ms));
         if !before.contains(&p.id()) {
             out.push(Event {
                 t_ms: next.t_ms,
@@ -102,6 +113,7 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot) -> Vec<Event> {
             message,
         });
     }
+    counts.0.retain(|id, _| after.contains(id));
     for g in &next.gpus {
         let was_lost = prev
             .gpus
@@ -151,7 +163,7 @@ mod tests {
         };
         let a = snap(vec![p(1), p(2)], 80 * GIB, 98 * GIB);
         let b = snap(vec![p(2), p(3)], 10 * GIB, 10 * GIB);
-        let ev = diff_events(&a, &b);
+        let ev = diff_events(&a, &b, &mut OomCounts::default());
         let kinds: Vec<_> = ev.iter().map(|e| (e.kind, e.pid)).collect();
         assert_eq!(
             kinds,
@@ -162,12 +174,16 @@ mod tests {
         );
         // Far from full: a plain exit.
         let a = snap(vec![p(1)], 50 * GIB, 50 * GIB);
-        let ev = diff_events(&a, &snap(vec![], 0, 0));
+        let ev = diff_events(&a, &snap(vec![], 0, 0), &mut OomCounts::default());
         assert_eq!(ev[0].kind, EventKind::ProcessExited);
         // A recycled PID is a new process.
         let mut q = p(2);
         q.start_time = 8;
-        let ev = diff_events(&snap(vec![p(2)], 0, 0), &snap(vec![q], 0, 0));
+        let ev = diff_events(
+            &snap(vec![p(2)], 0, 0),
+            &snap(vec![q], 0, 0),
+            &mut OomCounts::default(),
+        );
         assert_eq!(ev.len(), 2);
     }
 
@@ -206,7 +222,7 @@ mod tests {
             ..Default::default()
         };
         let kinds = |a: &Snapshot, b: &Snapshot| -> Vec<(EventKind, String)> {
-            diff_events(a, b)
+            diff_events(a, b, &mut OomCounts::default())
                 .into_iter()
                 .map(|e| (e.kind, e.message))
                 .collect()
@@ -228,5 +244,44 @@ mod tests {
         // Gone with none counted, far from full: a plain exit.
         let ev = kinds(&snap(vec![p(Some(0))]), &snap(vec![]));
         assert_eq!(ev[0].0, EventKind::ProcessExited);
+    }
+
+    #[test]
+    fn a_count_is_kept_over_a_round_without_figures() {
+        use crate::model::alloc::{AllocStats, DeviceAlloc};
+        use std::sync::Arc;
+        let snap = |t_ms: Millis, procs: Vec<ProcSample>| Snapshot {
+            t_ms,
+            procs,
+            ..Default::default()
+        };
+        let p = |ooms: Option<u64>| ProcSample {
+            pid: 9,
+            start_time: 7,
+            torch: ooms.map(|n| {
+                Arc::new(AllocStats {
+                    devices: vec![DeviceAlloc {
+                        num_ooms: n,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                })
+            }),
+            ..Default::default()
+        };
+        // 0, then a round without figures, then 1: counted at 3 s (two
+        // snapshots apart, it was lost); then no more.
+        let snaps: Vec<_> = [Some(0), None, Some(1), Some(1), None, Some(1)]
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| snap(1_000 * (i as Millis + 1), vec![p(n)]))
+            .collect();
+        let mut counts = OomCounts::default();
+        let ev: Vec<_> = snaps
+            .windows(2)
+            .flat_map(|w| diff_events(&w[0], &w[1], &mut counts))
+            .map(|e| (e.t_ms, e.kind))
+            .collect();
+        assert_eq!(ev, [(3_000, EventKind::SuspectedOom)]);
     }
 }

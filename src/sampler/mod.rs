@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 pub use assemble::{Assembler, Peaks, sample_once};
-pub use events::{OOM_NEAR_FULL_PCT, diff_events};
+pub use events::{OOM_NEAR_FULL_PCT, OomCounts, diff_events};
 pub(crate) use schedule::UtilCadence;
 pub use schedule::{OnScreen, Schedule, wants_burst};
 
@@ -246,11 +246,17 @@ impl HostStage {
 struct Publisher {
     out: mpsc::UnboundedSender<Arc<Snapshot>>,
     prev: Option<Arc<Snapshot>>,
+    /// What the processes' allocators have counted ([`diff_events`]).
+    counts: OomCounts,
 }
 
 impl Publisher {
     fn new(out: mpsc::UnboundedSender<Arc<Snapshot>>) -> Publisher {
-        Publisher { out, prev: None }
+        Publisher {
+            out,
+            prev: None,
+            counts: OomCounts::default(),
+        }
     }
 
     /// Sends `snap` (with its events) unless it is older than the last one
@@ -260,7 +266,7 @@ impl Publisher {
             if snap.seq <= prev.seq {
                 return Ok(None);
             }
-            let mut ev = diff_events(prev, &snap);
+            let mut ev = diff_events(prev, &snap, &mut self.counts);
             ev.append(&mut snap.events);
             snap.events = ev;
         }

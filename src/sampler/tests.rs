@@ -192,7 +192,7 @@ impl Source for SlowHost {
 /// The events a snapshot must carry, by kind, GPU and PID, given the one
 /// before it.
 fn diff_keys(prev: &Snapshot, next: &Snapshot) -> Vec<(EventKind, Option<u32>, Option<u32>)> {
-    let mut v: Vec<_> = diff_events(prev, next)
+    let mut v: Vec<_> = diff_events(prev, next, &mut OomCounts::default())
         .into_iter()
         .map(|e| (e.kind, e.gpu, e.pid))
         .collect();

@@ -10,7 +10,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use predicates::prelude::*;
 use vramwatch::record::{Header, WriteOutcome, Writer, WriterOptions};
-use vramwatch::sampler::diff_events;
+use vramwatch::sampler::{OomCounts, diff_events};
 use vramwatch::source::sim::SimWorld;
 
 use crate::common;
@@ -48,7 +48,7 @@ fn killed_recording(path: &Path, n: u64) -> Vec<u64> {
     for i in 0..n {
         let mut s = w.snapshot(i, T0 + i * 1000, "me");
         if let Some(p) = &last {
-            s.events = diff_events(p, &s);
+            s.events = diff_events(p, &s, &mut OomCounts::default());
         }
         assert_eq!(wr.write(&s), WriteOutcome::Written);
         ends.push(wr.stats().bytes);

@@ -17,7 +17,7 @@ use vramwatch::record::{
     GUARD_FLOOR, Header, MAX_LINE, MAX_RATIO, Reader, RecordError, Recording, VERSION,
     WriteOutcome, Writer, WriterOptions,
 };
-use vramwatch::sampler::diff_events;
+use vramwatch::sampler::{OomCounts, diff_events};
 use vramwatch::source::sim::SimWorld;
 
 const T0: u64 = 1_764_000_000_000;
@@ -47,7 +47,7 @@ fn small_snapshots(n: u64) -> (Header, Vec<Snapshot>) {
             }
         }
         if let Some(p) = out.last() {
-            s.events = diff_events(p, &s);
+            s.events = diff_events(p, &s, &mut OomCounts::default());
         }
         if i % 3 == 1 {
             s.events.push(Event {
@@ -1117,7 +1117,7 @@ fn write_sim(path: &Path, scenario: &str, n: u64, opts: WriterOptions) -> u64 {
     for i in 0..n {
         let mut s = w.snapshot(i, T0 + i * 1000, "me");
         if let Some(p) = &prev {
-            s.events = diff_events(p, &s);
+            s.events = diff_events(p, &s, &mut OomCounts::default());
         }
         wr.write(&s);
         prev = Some(s);

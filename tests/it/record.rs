@@ -10,7 +10,7 @@ use vramwatch::record::format::cpu_precision;
 use vramwatch::record::{
     Header, RecordError, Recording, VERSION, WriteOutcome, Writer, WriterOptions, rotated_path,
 };
-use vramwatch::sampler::diff_events;
+use vramwatch::sampler::{OomCounts, diff_events};
 use vramwatch::source::sim::SimWorld;
 
 const T0: u64 = 1_764_000_000_000;
@@ -22,7 +22,7 @@ fn snapshots(scenario: &str, n: u64) -> (Header, Vec<Snapshot>) {
     for i in 0..n {
         let mut s = w.snapshot(i, T0 + i * 1000, "me");
         if let Some(p) = out.last() {
-            s.events = diff_events(p, &s);
+            s.events = diff_events(p, &s, &mut OomCounts::default());
         }
         out.push(s);
     }

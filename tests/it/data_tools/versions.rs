@@ -12,7 +12,7 @@ use predicates::prelude::*;
 use vramwatch::model::Snapshot;
 use vramwatch::record::format::cpu_precision;
 use vramwatch::record::{Header, Reader, Recording, VERSION, WriteOutcome, Writer, WriterOptions};
-use vramwatch::sampler::diff_events;
+use vramwatch::sampler::{OomCounts, diff_events};
 use vramwatch::source::sim::SimWorld;
 
 use super::{root, vw};
@@ -26,7 +26,7 @@ fn snapshots(scenario: &str, n: u64) -> (Header, Vec<Snapshot>) {
     for i in 0..n {
         let mut s = w.snapshot(i, T0 + i * 1000, "me");
         if let Some(p) = out.last() {
-            s.events = diff_events(p, &s);
+            s.events = diff_events(p, &s, &mut OomCounts::default());
         }
         out.push(s);
     }
