@@ -138,6 +138,26 @@ mod tests {
     use crate::model::MemInfo;
     use crate::model::units::GIB;
 
+    /// PID 9, whose allocator has counted `ooms` errors (no figures: `None`).
+    fn counted(ooms: Option<u64>) -> ProcSample {
+        use crate::model::alloc::{AllocStats, DeviceAlloc};
+        use std::sync::Arc;
+        ProcSample {
+            pid: 9,
+            start_time: 7,
+            torch: ooms.map(|n| {
+                Arc::new(AllocStats {
+                    devices: vec![DeviceAlloc {
+                        num_ooms: n,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                })
+            }),
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn exits_near_full_are_suspected_ooms() {
         let snap = |procs: Vec<ProcSample>, used: u64, peak: u64| Snapshot {
@@ -189,8 +209,6 @@ mod tests {
 
     #[test]
     fn a_new_oom_counted_by_the_allocator_is_an_event() {
-        use crate::model::alloc::{AllocStats, DeviceAlloc};
-        use std::sync::Arc;
         let snap = |procs: Vec<ProcSample>| Snapshot {
             t_ms: 5,
             gpus: vec![GpuSample {
@@ -207,20 +225,7 @@ mod tests {
             procs,
             ..Default::default()
         };
-        let p = |ooms: Option<u64>| ProcSample {
-            pid: 9,
-            start_time: 7,
-            torch: ooms.map(|n| {
-                Arc::new(AllocStats {
-                    devices: vec![DeviceAlloc {
-                        num_ooms: n,
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                })
-            }),
-            ..Default::default()
-        };
+        let p = counted;
         let kinds = |a: &Snapshot, b: &Snapshot| -> Vec<(EventKind, String)> {
             diff_events(a, b, &mut OomCounts::default())
                 .into_iter()
@@ -248,27 +253,12 @@ mod tests {
 
     #[test]
     fn a_count_is_kept_over_a_round_without_figures() {
-        use crate::model::alloc::{AllocStats, DeviceAlloc};
-        use std::sync::Arc;
         let snap = |t_ms: Millis, procs: Vec<ProcSample>| Snapshot {
             t_ms,
             procs,
             ..Default::default()
         };
-        let p = |ooms: Option<u64>| ProcSample {
-            pid: 9,
-            start_time: 7,
-            torch: ooms.map(|n| {
-                Arc::new(AllocStats {
-                    devices: vec![DeviceAlloc {
-                        num_ooms: n,
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                })
-            }),
-            ..Default::default()
-        };
+        let p = counted;
         // 0, then a round without figures, then 1: counted at 3 s (two
         // snapshots apart, it was lost); then no more.
         let snaps: Vec<_> = [Some(0), None, Some(1), Some(1), None, Some(1)]
