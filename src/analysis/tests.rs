@@ -539,7 +539,7 @@ fn a_leak_beneath_a_cache_that_levels_off_is_not_hidden() {
     // 0.5 GiB/s beneath: 140 GiB at ~190 s. After the fill is seen (from
     // 22 s) the leak flag and the forecast come back by 70 s, to stay;
     // judged by the whole fill alone they came at 122 s.
-    let said = cache_fill(0.5, 188);
+    let said = cache_fill(0.5, 180);
     let hidden = said
         .iter()
         .rposition(|&(leak, fc, _)| !(leak && fc))
