@@ -530,7 +530,9 @@ fn cache_fill(leak: f64, secs: u64) -> Vec<(bool, bool, bool)> {
 fn a_cache_filling_towards_a_plateau_is_no_leak_and_no_forecast() {
     let said = cache_fill(0.0, 150);
     assert!(said.iter().all(|(leak, ..)| !leak), "{said:?}");
-    assert!(said[40..].iter().all(|(_, fc, _)| !fc), "{said:?}");
+    // From the fill's first 10 s (and weights' 5 s) on, no "full in"
+    // (the driver's view alone forecast it to 39 s).
+    assert!(said[15..].iter().all(|(_, fc, _)| !fc), "{said:?}");
     assert!(said[40..100].iter().all(|(.., lv)| *lv), "{said:?}");
 }
 
