@@ -1113,14 +1113,8 @@ mod cli {
 fn write_sim(path: &Path, scenario: &str, n: u64, opts: WriterOptions) -> u64 {
     let w = SimWorld::new(scenario, 5, T0).expect("scenario");
     let mut wr = Writer::create(path, Header::new(&w.info(), 1000, T0), opts).expect("create");
-    let mut prev: Option<Snapshot> = None;
-    for i in 0..n {
-        let mut s = w.snapshot(i, T0 + i * 1000, "me");
-        if let Some(p) = &prev {
-            s.events = diff_events(p, &s, &mut OomCounts::default());
-        }
+    for s in w.snapshots(T0, 1000, n, "me") {
         wr.write(&s);
-        prev = Some(s);
     }
     wr.finish().expect("finish").snapshots
 }

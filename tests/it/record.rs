@@ -10,7 +10,6 @@ use vramwatch::record::format::cpu_precision;
 use vramwatch::record::{
     Header, RecordError, Recording, VERSION, WriteOutcome, Writer, WriterOptions, rotated_path,
 };
-use vramwatch::sampler::{OomCounts, diff_events};
 use vramwatch::source::sim::SimWorld;
 
 const T0: u64 = 1_764_000_000_000;
@@ -18,15 +17,10 @@ const T0: u64 = 1_764_000_000_000;
 /// `n` snapshots of a scenario, 1 s apart, with the events a sampler adds.
 fn snapshots(scenario: &str, n: u64) -> (Header, Vec<Snapshot>) {
     let w = SimWorld::new(scenario, 5, T0).expect("scenario");
-    let mut out: Vec<Snapshot> = Vec::new();
-    for i in 0..n {
-        let mut s = w.snapshot(i, T0 + i * 1000, "me");
-        if let Some(p) = out.last() {
-            s.events = diff_events(p, &s, &mut OomCounts::default());
-        }
-        out.push(s);
-    }
-    (Header::new(&w.info(), 1000, T0), out)
+    (
+        Header::new(&w.info(), 1000, T0),
+        w.snapshots(T0, 1000, n, "me"),
+    )
 }
 
 /// What a snapshot reads back as: CPU % to a tenth (the format's precision).

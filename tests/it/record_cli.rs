@@ -10,7 +10,6 @@ use predicates::prelude::*;
 use vramwatch::model::Snapshot;
 use vramwatch::model::units::MIB;
 use vramwatch::record::{Header, Recording, Writer, WriterOptions};
-use vramwatch::sampler::{OomCounts, diff_events};
 use vramwatch::source::sim::SimWorld;
 
 const T0: u64 = 1_764_000_000_000;
@@ -30,14 +29,9 @@ fn demo_recording(dir: &Path, name: &str, n: u64) -> (PathBuf, Vec<Snapshot>) {
         WriterOptions::default(),
     )
     .unwrap();
-    let mut snaps: Vec<Snapshot> = Vec::new();
-    for i in 0..n {
-        let mut s = w.snapshot(i, T0 + i * 1000, "me");
-        if let Some(p) = snaps.last() {
-            s.events = diff_events(p, &s, &mut OomCounts::default());
-        }
-        wr.write(&s);
-        snaps.push(s);
+    let snaps = w.snapshots(T0, 1000, n, "me");
+    for s in &snaps {
+        wr.write(s);
     }
     wr.finish().unwrap();
     (path, snaps)
