@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::analysis::{Alert, AnalysisConfig, Analyzer, Forecast};
 use crate::model::units::duration_short;
-use crate::model::{EventKind, Millis, ProcId, ProcessKey, Snapshot};
+use crate::model::{AFTER_OOM_MS, EventKind, Millis, ProcId, ProcessKey, Snapshot};
 use crate::sampler::{OOM_NEAR_FULL_PCT, OomCounts, diff_events};
 
 /// How long before an OOM forecasts are looked up, seconds.
@@ -171,6 +171,9 @@ pub struct Scorer {
     prev: Option<Snapshot>,
     /// What the processes' allocators have counted ([`diff_events`]).
     counts: OomCounts,
+    /// When each process (GPU, PID) still listed last ran out of memory by
+    /// its allocator's count: its exit soon after is that OOM's.
+    counted_ms: HashMap<(u32, u32), Millis>,
     history: BTreeMap<u32, VecDeque<(Millis, Option<Forecast>)>>,
     index: HashMap<ProcId, usize>,
     card: Scorecard,
@@ -182,6 +185,7 @@ impl Scorer {
             analyzer: Analyzer::new(cfg),
             prev: None,
             counts: OomCounts::default(),
+            counted_ms: HashMap::new(),
             history: BTreeMap::new(),
             index: HashMap::new(),
             card: Scorecard::default(),
@@ -236,12 +240,22 @@ impl Scorer {
                     .find(|g| g.index == gpu)
                     .and_then(|g| g.peak_pct_full())
                     .is_some_and(|p| p >= OOM_NEAR_FULL_PCT);
-                let oom = e.kind == EventKind::SuspectedOom
-                    || (e.kind == EventKind::ProcessExited && near_full_now);
                 // (A process still listed ran out of memory and went on:
                 // its exit, if it comes, is the OOM scored.)
                 let listed = snap.procs.iter().any(|p| p.pid == pid && p.gpu == gpu);
-                if !oom || listed {
+                if listed {
+                    if e.kind == EventKind::SuspectedOom {
+                        self.counted_ms.insert((gpu, pid), t);
+                    }
+                    continue;
+                }
+                let after_counted = self
+                    .counted_ms
+                    .remove(&(gpu, pid))
+                    .is_some_and(|at| t.saturating_sub(at) <= AFTER_OOM_MS);
+                let oom = e.kind == EventKind::SuspectedOom
+                    || (e.kind == EventKind::ProcessExited && (near_full_now || after_counted));
+                if !oom {
                     continue;
                 }
                 let Some(gone) = prev.procs.iter().find(|p| p.pid == pid && p.gpu == gpu) else {
@@ -299,4 +313,71 @@ pub fn score<S: Borrow<Snapshot>>(
         s.observe(snap.borrow());
     }
     s.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::model::alloc::{AllocStats, DeviceAlloc};
+    use crate::model::units::GIB;
+    use crate::model::{GpuSample, MemInfo, ProcSample};
+
+    /// Second `s`: GPU 0 `pct` % full, with PID 9 (whose allocator has
+    /// counted `ooms`) while `alive`.
+    fn snap(s: u64, pct: u64, ooms: u64, alive: bool) -> Snapshot {
+        let p = ProcSample {
+            pid: 9,
+            start_time: 7,
+            gpu: 0,
+            mem: Some(pct * GIB),
+            torch: Some(Arc::new(AllocStats {
+                devices: vec![DeviceAlloc {
+                    num_ooms: ooms,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        Snapshot {
+            seq: s,
+            t_ms: 1_000_000 + s * 1000,
+            gpus: vec![GpuSample {
+                index: 0,
+                mem: Some(MemInfo {
+                    used: pct * GIB,
+                    reserved: 0,
+                    free: (100 - pct) * GIB,
+                    total: 100 * GIB,
+                }),
+                mem_peak: Some(pct * GIB),
+                ..Default::default()
+            }],
+            procs: if alive { vec![p] } else { Vec::new() },
+            events: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_exit_after_a_counted_oom_is_that_oom() {
+        // Counted at 3 s with the GPU at 60 % (the allocation that failed
+        // never showed), gone at 5 s: one OOM, seen at the exit. Gone
+        // without a count: none.
+        let ooms = |counted: bool| {
+            let snaps = [
+                snap(1, 60, 0, true),
+                snap(2, 60, 0, true),
+                snap(3, 60, u64::from(counted), true),
+                snap(4, 60, u64::from(counted), true),
+                snap(5, 10, 0, false),
+            ];
+            score(&AnalysisConfig::default(), &snaps).ooms
+        };
+        let with = ooms(true);
+        assert_eq!(with.len(), 1, "{with:?}");
+        assert_eq!(with[0].oom_ms, 1_005_000);
+        assert!(ooms(false).is_empty());
+    }
 }

@@ -336,6 +336,11 @@ pub struct Event {
     pub message: String,
 }
 
+/// A process that exits this soon (ms) after an out-of-memory error its
+/// allocator counted exits because of it: that error was the suspected
+/// OOM (`suspected_oom`), and the exit is a plain `process_exited`.
+pub const AFTER_OOM_MS: Millis = 60_000;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {

@@ -2,7 +2,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::model::{Event, EventKind, GpuSample, GpuState, Millis, ProcId, ProcSample, Snapshot};
+use crate::model::{
+    AFTER_OOM_MS, Event, EventKind, GpuSample, GpuState, Millis, ProcId, ProcSample, Snapshot,
+};
 
 /// A GPU within this share of full when a process exits makes that exit a
 /// suspected OOM.
@@ -21,9 +23,17 @@ fn oom_count(n: u64) -> String {
 
 /// What each live process's allocator has counted so far, kept across
 /// snapshots: a round without its figures (a publish not read in time)
-/// loses no count.
+/// loses no count, and an exit soon after a counted error is told apart.
 #[derive(Debug, Default)]
-pub struct OomCounts(HashMap<ProcId, u64>);
+pub struct OomCounts(HashMap<ProcId, Counted>);
+
+#[derive(Debug)]
+struct Counted {
+    /// The count last seen.
+    n: u64,
+    /// When the count last rose.
+    rose_ms: Option<Millis>,
+}
 
 /// A new out-of-memory error counted by process `p`'s allocator since its
 /// last publish seen: an OOM it lived through (caught: a batch skipped),
@@ -31,12 +41,18 @@ pub struct OomCounts(HashMap<ProcId, u64>);
 /// figures first arrive is not new.
 fn counted_oom(counts: &mut OomCounts, p: &ProcSample, t_ms: Millis) -> Option<Event> {
     let now = ooms(p)?;
-    let seen = counts.0.entry(p.id()).or_insert(now);
-    if now <= *seen {
-        *seen = now;
+    let seen = counts.0.entry(p.id()).or_insert(Counted {
+        n: now,
+        rose_ms: None,
+    });
+    if now <= seen.n {
+        seen.n = now;
         return None;
     }
-    *seen = now;
+    *seen = Counted {
+        n: now,
+        rose_ms: Some(t_ms),
+    };
     Some(Event {
         t_ms,
         kind: EventKind::SuspectedOom,
@@ -53,7 +69,8 @@ fn counted_oom(counts: &mut OomCounts, p: &ProcSample, t_ms: Millis) -> Option<E
 }
 
 /// Events that follow from two consecutive snapshots: processes that came
-/// and went (an exit on a nearly full GPU is a suspected OOM), an
+/// and went (an exit on a nearly full GPU is a suspected OOM, unless it
+/// follows one its allocator counted: then it exited after it), an
 /// out-of-memory error a process's allocator counted ([`counted_oom`],
 /// against `counts`), GPUs lost.
 pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> Vec<Event> {
@@ -62,7 +79,10 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> 
     // The counts in `prev` are seen, if these are the first snapshots.
     for p in &prev.procs {
         if let Some(n) = ooms(p) {
-            counts.0.entry(p.id()).or_insert(n);
+            counts
+                .0
+                .entry(p.id())
+                .or_insert(Counted { n, rose_ms: None });
         }
     }
     let mut out = Vec::new();
@@ -88,7 +108,22 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> 
             .find(|g| g.index == p.gpu)
             .and_then(GpuSample::peak_pct_full)
             .unwrap_or(0.0);
-        let (kind, message) = if full >= OOM_NEAR_FULL_PCT {
+        let after_oom = counts
+            .0
+            .get(&p.id())
+            .and_then(|c| c.rose_ms)
+            .is_some_and(|at| next.t_ms.saturating_sub(at) <= AFTER_OOM_MS);
+        let (kind, message) = if after_oom {
+            (
+                EventKind::ProcessExited,
+                format!(
+                    "PID {} exited on GPU {} after running out of memory: {}",
+                    p.pid,
+                    p.gpu,
+                    p.label()
+                ),
+            )
+        } else if full >= OOM_NEAR_FULL_PCT {
             (
                 EventKind::SuspectedOom,
                 format!(
@@ -273,5 +308,58 @@ mod tests {
             .map(|e| (e.t_ms, e.kind))
             .collect();
         assert_eq!(ev, [(3_000, EventKind::SuspectedOom)]);
+    }
+
+    #[test]
+    fn the_exit_after_a_counted_oom_is_no_second_one() {
+        // The GPU 98 % full: an exit is a suspected OOM, unless it follows
+        // one the allocator counted.
+        let snap = |t_ms: Millis, procs: Vec<ProcSample>| Snapshot {
+            t_ms,
+            gpus: vec![GpuSample {
+                index: 0,
+                mem: Some(MemInfo {
+                    used: 98 * GIB,
+                    reserved: GIB,
+                    free: 2 * GIB,
+                    total: 100 * GIB,
+                }),
+                mem_peak: Some(98 * GIB),
+                ..Default::default()
+            }],
+            procs,
+            ..Default::default()
+        };
+        let run = |states: &[(Millis, Option<u64>)]| {
+            let mut counts = OomCounts::default();
+            let snaps: Vec<_> = states
+                .iter()
+                .map(|&(t, n)| snap(t, n.map(|n| counted(Some(n))).into_iter().collect()))
+                .collect();
+            snaps
+                .windows(2)
+                .flat_map(|w| diff_events(&w[0], &w[1], &mut counts))
+                .map(|e| (e.kind, e.message))
+                .collect::<Vec<_>>()
+        };
+        let ev = run(&[(1_000, Some(0)), (2_000, Some(1)), (4_000, None)]);
+        let kinds: Vec<_> = ev.iter().map(|e| e.0).collect();
+        assert_eq!(kinds, [EventKind::SuspectedOom, EventKind::ProcessExited]);
+        assert!(
+            ev[1].1.contains("after running out of memory"),
+            "{}",
+            ev[1].1
+        );
+        // Long after a caught one: the exit is suspected again.
+        let late = 2_000 + AFTER_OOM_MS + 1;
+        let ev = run(&[
+            (1_000, Some(0)),
+            (2_000, Some(1)),
+            (late, Some(1)),
+            (late + 1, None),
+        ]);
+        let kinds: Vec<_> = ev.iter().map(|e| e.0).collect();
+        assert_eq!(kinds, [EventKind::SuspectedOom, EventKind::SuspectedOom]);
+        assert!(ev[1].1.contains("(suspected OOM)"), "{}", ev[1].1);
     }
 }

@@ -804,3 +804,57 @@ fn a_leak_hidden_in_the_allocators_cache_is_flagged_from_its_tensors() {
     // With the tensors' rate (the growth beside it is the driver's).
     assert!(view.contains("LEAK suspected in its tensors +"), "{view}");
 }
+
+/// A process whose allocator counted an out-of-memory error and that
+/// exited 2 s later is described as exited after it, not as a second
+/// suspected OOM.
+#[test]
+fn an_exit_after_a_counted_oom_is_described_after_it() {
+    use std::sync::Arc;
+    use vramwatch::model::ProcSample;
+    use vramwatch::model::alloc::{AllocStats, DeviceAlloc};
+    use vramwatch::sampler::{OomCounts, diff_events};
+    let (system, mut snaps) = fixture::snapshots("demo", 1, 20, "me");
+    for (i, s) in snaps.iter_mut().enumerate() {
+        if (5..12).contains(&i) {
+            s.procs.push(ProcSample {
+                pid: 4242,
+                start_time: 99,
+                gpu: 0,
+                mem: Some(1 << 30),
+                name: Some("oom_job.py".into()),
+                command: Some("python oom_job.py".into()),
+                torch: Some(Arc::new(AllocStats {
+                    devices: vec![DeviceAlloc {
+                        num_ooms: u64::from(i >= 9),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                })),
+                ..Default::default()
+            });
+        }
+    }
+    let mut counts = OomCounts::default();
+    for i in 1..snaps.len() {
+        let ev = diff_events(&snaps[i - 1], &snaps[i], &mut counts);
+        snaps[i].events = ev;
+    }
+    let timeline = vramwatch::app::playback::VecTimeline(snaps);
+    let mut app = App::replaying_from(
+        fixture::settings(Config::default(), system),
+        Box::new(timeline),
+    );
+    app.update(Event::Resize(120, 40));
+    key(&mut app, KeyCode::End);
+    key(&mut app, KeyCode::Char('/'));
+    for c in "oom_job".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::Enter);
+    key(&mut app, KeyCode::Enter);
+    let t = text(&render(&app));
+    assert!(t.contains("PID 4242"), "{t}");
+    assert!(t.contains("after running out of memory"), "{t}");
+    assert!(!t.contains("(suspected OOM)"), "{t}");
+}
