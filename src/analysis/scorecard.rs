@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::analysis::{Alert, AnalysisConfig, Analyzer, Forecast};
 use crate::model::units::duration_short;
-use crate::model::{AFTER_OOM_MS, EventKind, Millis, ProcId, ProcessKey, Snapshot};
+use crate::model::{EventKind, Millis, ProcId, ProcessKey, Snapshot};
 use crate::sampler::{OOM_NEAR_FULL_PCT, OomCounts, diff_events};
 
 /// How long before an OOM forecasts are looked up, seconds.
@@ -171,9 +171,6 @@ pub struct Scorer {
     prev: Option<Snapshot>,
     /// What the processes' allocators have counted ([`diff_events`]).
     counts: OomCounts,
-    /// When each process (GPU, PID) still listed last ran out of memory by
-    /// its allocator's count: its exit soon after is that OOM's.
-    counted_ms: HashMap<(u32, u32), Millis>,
     history: BTreeMap<u32, VecDeque<(Millis, Option<Forecast>)>>,
     index: HashMap<ProcId, usize>,
     card: Scorecard,
@@ -185,7 +182,6 @@ impl Scorer {
             analyzer: Analyzer::new(cfg),
             prev: None,
             counts: OomCounts::default(),
-            counted_ms: HashMap::new(),
             history: BTreeMap::new(),
             index: HashMap::new(),
             card: Scorecard::default(),
@@ -244,23 +240,18 @@ impl Scorer {
                 // its exit, if it comes, is the OOM scored.)
                 let listed = snap.procs.iter().any(|p| p.pid == pid && p.gpu == gpu);
                 if listed {
-                    if e.kind == EventKind::SuspectedOom {
-                        self.counted_ms.insert((gpu, pid), t);
-                    }
-                    continue;
-                }
-                let after_counted = self
-                    .counted_ms
-                    .remove(&(gpu, pid))
-                    .is_some_and(|at| t.saturating_sub(at) <= AFTER_OOM_MS);
-                let oom = e.kind == EventKind::SuspectedOom
-                    || (e.kind == EventKind::ProcessExited && (near_full_now || after_counted));
-                if !oom {
                     continue;
                 }
                 let Some(gone) = prev.procs.iter().find(|p| p.pid == pid && p.gpu == gpu) else {
                     continue;
                 };
+                // Its exit soon after an OOM its allocator counted is that OOM.
+                let after_counted = self.counts.just_counted(&gone.id(), t);
+                let oom = e.kind == EventKind::SuspectedOom
+                    || (e.kind == EventKind::ProcessExited && (near_full_now || after_counted));
+                if !oom {
+                    continue;
+                }
                 let hist = self.history.get(&gpu);
                 let forecasts = LEADS_S
                     .iter()

@@ -27,6 +27,18 @@ fn oom_count(n: u64) -> String {
 #[derive(Debug, Default)]
 pub struct OomCounts(HashMap<ProcId, Counted>);
 
+impl OomCounts {
+    /// Whether process `id` (live, or gone in the last [`diff_events`])
+    /// ran out of memory by its allocator's count within
+    /// [`AFTER_OOM_MS`] before `t_ms`: an exit then is after that OOM.
+    pub fn just_counted(&self, id: &ProcId, t_ms: Millis) -> bool {
+        self.0
+            .get(id)
+            .and_then(|c| c.rose_ms)
+            .is_some_and(|at| t_ms.saturating_sub(at) <= AFTER_OOM_MS)
+    }
+}
+
 #[derive(Debug)]
 struct Counted {
     /// The count last seen.
@@ -76,7 +88,10 @@ fn counted_oom(counts: &mut OomCounts, p: &ProcSample, t_ms: Millis) -> Option<E
 pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> Vec<Event> {
     let before: HashSet<ProcId> = prev.procs.iter().map(ProcSample::id).collect();
     let after: HashSet<ProcId> = next.procs.iter().map(ProcSample::id).collect();
-    // The counts in `prev` are seen, if these are the first snapshots.
+    // Those gone before `prev` are forgotten (one round on, for
+    // [`OomCounts::just_counted`]); those in `prev` seen, if these are
+    // the first snapshots.
+    counts.0.retain(|id, _| before.contains(id));
     for p in &prev.procs {
         if let Some(n) = ooms(p) {
             counts
@@ -108,12 +123,7 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> 
             .find(|g| g.index == p.gpu)
             .and_then(GpuSample::peak_pct_full)
             .unwrap_or(0.0);
-        let after_oom = counts
-            .0
-            .get(&p.id())
-            .and_then(|c| c.rose_ms)
-            .is_some_and(|at| next.t_ms.saturating_sub(at) <= AFTER_OOM_MS);
-        let (kind, message) = if after_oom {
+        let (kind, message) = if counts.just_counted(&p.id(), next.t_ms) {
             (
                 EventKind::ProcessExited,
                 format!(
@@ -148,7 +158,6 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> 
             message,
         });
     }
-    counts.0.retain(|id, _| after.contains(id));
     for g in &next.gpus {
         let was_lost = prev
             .gpus
