@@ -213,3 +213,37 @@ fn procs() {
         }
     }
 }
+
+/// Each process of the run's GPU, at each fresh publish of its allocator
+/// figures: the driver's memory, the tensors (`allocated`) and where
+/// [`Levelling`](crate::analysis::levelling::Levelling) says they level
+/// off (`VW_TRACE` as for [`trace`];
+/// `commands::score::trace::levelling`).
+#[test]
+#[ignore = "a diagnostic: set VW_TRACE to a recording"]
+fn levelling() {
+    use crate::analysis::levelling::Levelling;
+    let Some((_, rec, gpu, zero)) = traced() else {
+        return;
+    };
+    let mut fills: std::collections::HashMap<u32, Levelling> = Default::default();
+    let gib = |x: f64| x / (1u64 << 30) as f64;
+    for snap in rec.iter().filter_map(Result::ok) {
+        let rel = (snap.t_ms as f64 - zero as f64) / 1000.0;
+        let g = snap.gpus.iter().find(|g| g.index == gpu);
+        let total = g.and_then(|g| g.mem).map_or(0, |m| m.total);
+        for sp in snap.procs.iter().filter(|p| p.gpu == gpu) {
+            let fill = fills.entry(sp.key().pid).or_default();
+            if let Some(a) = fill.observe(sp, snap.t_ms) {
+                println!(
+                    "{rel:7.1} pid {} mem {:7.2} allocated {:7.2} levels {}",
+                    sp.key().pid,
+                    gib(sp.mem.unwrap_or(0) as f64),
+                    gib(a),
+                    fill.level(total)
+                        .map_or("-".into(), |x| format!("{:.1}", gib(x)))
+                );
+            }
+        }
+    }
+}
