@@ -114,7 +114,7 @@ impl Levelling {
         if pace <= 0.0 {
             return None;
         }
-        // The fill's start: after the last fast rise or fall.
+        // The fill's start: after the last fast rise or fall ...
         let mut start = 0;
         let pairs = self.points.iter().zip(self.points.iter().skip(1));
         for (i, (&(ta, va), &(tb, vb))) in pairs.enumerate() {
@@ -123,6 +123,26 @@ impl Levelling {
             if fast || rise < -DROP_FRAC * total {
                 start = i + 1;
             }
+        }
+        // Nor is a stretch where nothing grew, before the fill: a process
+        // idle for seconds (nothing allocated yet, or waiting), then
+        // filling. Taken in, those flat points read as a fill that sped
+        // up, and hide its slowing (`eighth/01`: a KV cache after 5 s of
+        // nothing, never levelling off). The fill begins at the end of the
+        // first rise out of them (when in that interval it began is not
+        // known).
+        let base = self.points[start].1;
+        let flat = self
+            .points
+            .iter()
+            .skip(start)
+            .take_while(|(_, v)| (v - base).abs() <= JUMP_FRAC * total)
+            .count();
+        if flat >= 2 {
+            start += flat;
+        }
+        if start >= self.points.len() {
+            return None;
         }
         let fill: Vec<(f64, f64)> = self
             .points

@@ -128,3 +128,33 @@ fn a_leak_beneath_a_fill_shows_once_the_fill_has_slowed() {
         assert!(last < by, "leak {leak}: levelling to {last} s");
     }
 }
+
+#[test]
+fn seconds_of_nothing_before_a_fill_do_not_hide_its_slowing() {
+    // A server idle for 6 s (nothing allocated), then 4 GiB of weights
+    // and a cache that fills at up to 2.4 GiB/s (its prefill's pace)
+    // towards 90 GiB more, with a time constant of 35 s: `eighth/01`'s
+    // shape. Its level: 94 GiB (67 % of the GPU).
+    let f = |s: u64| {
+        if s < 6 {
+            return 0.0;
+        }
+        // The cache's rate, capped, integrated second by second.
+        let mut x = 4.0;
+        for k in 6..s {
+            let t = (k - 6) as f64;
+            x += (90.0 / 35.0 * (-t / 35.0).exp()).min(2.4);
+        }
+        x
+    };
+    let l = levels(45, f);
+    // Taken with the idle seconds, the fill seemed to speed up and was
+    // not levelling off in the first 45 s; without them it is from 15 s
+    // into the fill (98 GiB, falling to 87), and stays so, under the GPU.
+    let first = l.iter().position(Option::is_some).expect("levelling off");
+    assert!(first <= 22, "{first}");
+    for (s, x) in l.iter().enumerate().skip(first) {
+        let x = x.unwrap_or_else(|| panic!("{s} s"));
+        assert!(x < 0.9 * TOTAL as f64, "{s} s: {}", x / GIB);
+    }
+}
