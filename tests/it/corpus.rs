@@ -393,6 +393,24 @@ fn the_corpus_held_out_from_the_spike_rule_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 1 && s.settled_held >= 5, "{s:?}");
 }
 
+/// Held out (plans/seventeenth.plan, seed 20, written on 2026-12-05 20:07
+/// UTC before the seventeenth session changed anything; recorded on one
+/// H100 80GB on 2026-12-06 02:43 UTC, the first device call that started
+/// in three sessions) and scored once with the analysis as it was then
+/// (dd5a4b6): 6 of 8 held (3 of 5 where the growth had run 15 s or more:
+/// `eval_spike/empty_cache` ×1.15's T−10 s ended its range at 9 s, the
+/// OOM came at 10 s; `fragment/expandable` ×1.1's T−30 s at 29 s, the OOM
+/// at 30 s), shown by T−30 s on 4 of 4; no false alarm (the KV cache at
+/// τ 25 s, `healthy_train` ×0.85 and `dataset_load` ×1.2 silent); leak
+/// flags 20 s after the growth began, `curriculum/seqlen` never flagged.
+/// The levelling's flat-start rule (made before this set was recorded)
+/// prints the same table.
+#[test]
+fn the_corpus_held_out_from_the_levelling_rules_scores_at_least_as_it_did() {
+    let s = scored_set("seventeenth", (7, 4, 8), 6, 20.5, 0, &[]);
+    assert!(s.shown_by_30 >= 4 && s.settled_held >= 3, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
