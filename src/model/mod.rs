@@ -367,19 +367,23 @@ pub mod units {
         format!("{n} {}", if n == 1 { one } else { many })
     }
 
-    /// `1536 MiB` → "1.5G"; short forms for tables.
+    /// `1536 MiB` → "1.50G"; short forms for tables: at most three
+    /// significant figures (five characters), the unit and precision
+    /// chosen by the value as it will be printed (99.97 GiB is "100G",
+    /// never "100.0G"; 1023.7 MiB is "1.00G", never "1024M").
     pub fn bytes_short(b: u64) -> String {
         let b = b as f64;
-        if b >= GIB as f64 * 100.0 {
-            format!("{:.0}G", b / GIB as f64)
-        } else if b >= GIB as f64 * 10.0 {
-            format!("{:.1}G", b / GIB as f64)
-        } else if b >= GIB as f64 {
-            format!("{:.2}G", b / GIB as f64)
-        } else if b >= MIB as f64 {
-            format!("{:.0}M", b / MIB as f64)
-        } else if b >= KIB as f64 {
-            format!("{:.0}K", b / KIB as f64)
+        let (g, m, k) = (b / GIB as f64, b / MIB as f64, b / KIB as f64);
+        if g >= 99.95 {
+            format!("{g:.0}G")
+        } else if g >= 9.995 {
+            format!("{g:.1}G")
+        } else if m >= 999.5 {
+            format!("{g:.2}G")
+        } else if k >= 999.5 {
+            format!("{m:.0}M")
+        } else if b >= 999.5 {
+            format!("{k:.0}K")
         } else {
             format!("{b:.0}B")
         }
@@ -479,6 +483,21 @@ mod tests {
         assert_eq!(bytes_short(3 * GIB / 2), "1.50G");
         assert_eq!(bytes_short(16 * GIB), "16.0G");
         assert_eq!(bytes_short(140 * GIB), "140G");
+        // Where rounding crosses into the next precision or unit.
+        let gib = |x: f64| (x * GIB as f64) as u64;
+        assert_eq!(bytes_short(gib(99.97)), "100G");
+        assert_eq!(bytes_short(gib(99.94)), "99.9G");
+        assert_eq!(bytes_short(gib(9.996)), "10.0G");
+        assert_eq!(bytes_short(gib(9.994)), "9.99G");
+        assert_eq!(bytes_short(1023 * MIB + 700 * KIB), "1.00G");
+        assert_eq!(bytes_short(999 * MIB), "999M");
+        assert_eq!(bytes_short(1000 * MIB), "0.98G");
+        assert_eq!(bytes_short(1000 * KIB), "1M");
+        assert_eq!(bytes_short(1000), "1K");
+        assert_eq!(bytes_short(999), "999B");
+        for b in (0..200).map(|i| 1u64 << (i % 40) | (i * 7919)) {
+            assert!(bytes_short(b).len() <= 5, "{b}: {}", bytes_short(b));
+        }
     }
 
     #[test]
