@@ -75,6 +75,36 @@ fn overview_at_every_size() {
     }
 }
 
+/// Every card's memory bar is as long as every other's, whatever text
+/// follows it (GPU 2's "unaccounted 2.00G" is longer than the others'
+/// "4M"; the bar took what the text left, so equal shares were drawn at
+/// different lengths).
+#[test]
+fn every_card_draws_its_memory_bar_at_one_length() {
+    let bar = |c: &char| matches!(c, '█' | '░' | '▒' | '┃');
+    for size in [(80, 24), (120, 40), (200, 60)] {
+        let buf = render(&at("demo", 90, size));
+        let text = text(&buf);
+        // The first run of bar cells on each line that has one (free
+        // memory or the peak in it: a sparkline has neither).
+        let bars: Vec<usize> = text
+            .lines()
+            .filter_map(|l| {
+                let from = l.chars().position(|c| bar(&c))?;
+                let run: Vec<char> = l.chars().skip(from).take_while(bar).collect();
+                run.iter()
+                    .any(|c| matches!(c, '░' | '┃'))
+                    .then_some(run.len())
+            })
+            .collect();
+        assert_eq!(bars.len(), 4, "{size:?}\n{text}");
+        assert!(
+            bars.iter().all(|b| *b == bars[0]),
+            "{size:?}: {bars:?}\n{text}"
+        );
+    }
+}
+
 #[test]
 fn process_view_at_every_size() {
     for size in SIZES {

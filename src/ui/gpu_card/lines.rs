@@ -180,8 +180,11 @@ impl Widget for &GpuTwoLine<'_> {
         let mut before = vec![label, Span::styled(" mem ", t.label)];
         before.extend(mem_pct(app, g));
         before.push(Span::raw(" "));
-        let bar_max = (w / 5).clamp(8, 30);
-        let (l1, l1_w) = with_bar(app, g, before, after, (8, bar_max), w);
+        // One bar width for every GPU (it depends on the width alone), so
+        // equal shares are equal lengths; a line too long drops its least
+        // important figures instead of shrinking its bar.
+        let bar = (w / 5).clamp(8, 30);
+        let (l1, l1_w) = with_bar(app, g, before, after, (bar, bar), w);
         Line::from(l1).render(row(0), buf);
         let l2_w = width_of(&l2);
         Line::from(l2).render(row(1), buf);

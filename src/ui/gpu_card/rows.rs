@@ -54,7 +54,14 @@ impl GpuCard<'_> {
             ));
         }
         let before = vec![Span::styled("mem ", t.label)];
-        with_bar(app, g, before, after, (10, 60), w.saturating_sub(1)).0
+        // One bar width for every card (it depends on the width alone), so
+        // that equal shares are equal lengths from card to card: what the
+        // widest text leaves ("mem ", " 99.9G / 140G  85%▲", reserved,
+        // unaccounted and peak, each figure at most five characters).
+        const WIDEST_TEXT: usize = 4 + 16 + 5 + 16 + 19 + 12;
+        let w = w.saturating_sub(1);
+        let bar = w.saturating_sub(WIDEST_TEXT).clamp(10, 60);
+        with_bar(app, g, before, after, (bar, bar), w).0
     }
 
     /// Line 3: utilisation, memory bandwidth, temperature, power, clocks
