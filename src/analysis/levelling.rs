@@ -19,7 +19,9 @@
 //! when its growth began): the last reading that rose many times faster
 //! than the last ten seconds' pace (weights or a warm-up arriving, which a
 //! leak's slower growth follows: taken into the fit, that fast start
-//! would read as a slowing on every leak), or fell (memory given back).
+//! would read as a slowing on every leak), or fell (memory given back);
+//! and after the flat points that begin it (a process idle before it
+//! fills: taken in, they read as a fill that sped up).
 //!
 //! Measured over every corpus set at the moments each false alarm came
 //! (docs/analysis.md, "Seventeenth session").
