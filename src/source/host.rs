@@ -485,8 +485,18 @@ mod tests {
             pid: std::process::id(),
             ..Default::default()
         };
+        // This process's own CPU time (ms: utime + stime, in the kernel's
+        // 100 Hz ticks), to check against whatever share of a core the
+        // spinning thread got on a busy machine.
+        let own_cpu_ms = || -> f64 {
+            let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+            let after_comm = &stat[stat.rfind(')').unwrap() + 2..];
+            let f: Vec<&str> = after_comm.split(' ').collect();
+            (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) * 10.0
+        };
         let mut first = [one()];
         host.enrich(0, &mut first, true);
+        let (cpu0, wall0) = (own_cpu_ms(), std::time::Instant::now());
         assert_eq!(first[0].cpu_pct, None, "one read gives no difference");
         for i in 1..=4 {
             std::thread::sleep(Duration::from_millis(100));
@@ -496,10 +506,16 @@ mod tests {
         std::thread::sleep(Duration::from_millis(100));
         let mut fresh = [one()];
         host.enrich(500, &mut fresh, true);
+        let expected = (own_cpu_ms() - cpu0) / wall0.elapsed().as_secs_f64() / 10.0;
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let _ = spin.join();
-        let cpu = fresh[0].cpu_pct.unwrap_or(-1.0);
-        assert!((15.0..=160.0).contains(&cpu), "{cpu} % over 500 ms");
+        // Divided by the 100 ms since the last read instead, it would be
+        // about five times this.
+        let cpu = f64::from(fresh[0].cpu_pct.unwrap_or(-1.0));
+        assert!(
+            (cpu - expected).abs() <= 0.3 * expected + 5.0,
+            "{cpu:.1} % over 500 ms; the process used {expected:.1} %"
+        );
     }
 
     #[test]
