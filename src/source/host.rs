@@ -496,7 +496,7 @@ mod tests {
         };
         let mut first = [one()];
         host.enrich(0, &mut first, true);
-        let (cpu0, wall0) = (own_cpu_ms(), std::time::Instant::now());
+        let (cpu0, wall0) = (own_cpu_ms(), Instant::now());
         assert_eq!(first[0].cpu_pct, None, "one read gives no difference");
         for i in 1..=4 {
             std::thread::sleep(Duration::from_millis(100));
