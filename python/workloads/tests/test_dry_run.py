@@ -69,6 +69,29 @@ class DryRun(unittest.TestCase):
                 lines = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
                 self.assertEqual(lines[-1]["kind"], "truth")
 
+    def test_a_kv_cache_planned_faster_than_its_server_is_slowed(self):
+        # 4 prompts (the dry-run sizes) at tau 1 ms ask for thousands of new
+        # prompts a second: the server takes a few hundred, so tau is
+        # raised, and the growth, the rate and the events say so.
+        with tempfile.TemporaryDirectory() as tmp:
+            truth = os.path.join(tmp, "t.json")
+            p = subprocess.run([sys.executable, os.path.join(HERE, "kv_plateau.py"), "--dry-run", "--truth", truth,
+                                "--speed", "2", "--tau-s", "0.001", "--seconds", "3"],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-2000:])
+            with open(truth) as f:
+                t = json.load(f)
+            plan = t["plan"]
+            self.assertEqual(plan["tau_s_asked"], 0.001)
+            self.assertGreater(plan["tau_s_speed1"], 0.001)
+            busy = plan["prompts"] * 2 * plan["new_request_s"] / plan["tau_s_speed1"]
+            self.assertAlmostEqual(busy, 0.6, delta=0.02)  # new_request_s is rounded
+            self.assertAlmostEqual(plan["requests_per_s_speed1"], plan["prompts"] / plan["tau_s_speed1"])
+            raised = [e for e in t["events"] if e["event"] == "tau_raised"]
+            self.assertEqual(len(raised), 1, t["events"])
+            growth = [e for e in t["events"] if e["event"] == "growth_start"]
+            self.assertAlmostEqual(growth[0]["tau_s"], plan["tau_s_speed1"] / 2)
+
 
 if __name__ == "__main__":
     unittest.main()
