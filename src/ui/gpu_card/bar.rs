@@ -57,29 +57,27 @@ pub fn memory_bar(app: &App, g: &GpuSample, peak: Option<u64>, width: u16) -> Ve
     spans
 }
 
-/// A memory bar between fixed text: the bar gets what the text leaves
-/// (`min..=max` cells); when even `min` does not fit, the least important
-/// groups after it go first.
+/// A memory bar `bar` cells long between fixed text (the same length on
+/// every card at a given width, so equal shares are equal lengths); when
+/// the line does not fit, the least important groups after it go first.
 pub(super) fn with_bar(
     app: &App,
     g: &GpuSample,
     before: Vec<Span<'static>>,
     mut after: Vec<(u8, Vec<Span<'static>>)>,
-    (min, max): (usize, usize),
+    bar: usize,
     width: usize,
 ) -> (Vec<Span<'static>>, usize) {
     let fixed = |a: &[(u8, Vec<Span>)]| {
         width_of(&before) + a.iter().map(|(_, s)| width_of(s)).sum::<usize>()
     };
-    while fixed(&after) + min > width && after.len() > 1 {
+    while fixed(&after) + bar > width && after.len() > 1 {
         let Some(i) = (0..after.len()).min_by_key(|i| (after[*i].0, std::cmp::Reverse(*i))) else {
             break;
         };
         after.remove(i);
     }
-    let bar_w = width
-        .saturating_sub(fixed(&after))
-        .clamp(min.min(width), max.max(min));
+    let bar_w = bar.min(width);
     let peak = app.gpu_peak(i_of(g));
     let mut out = before;
     out.extend(memory_bar(app, g, peak.map(|p| p.0), bar_w as u16));

@@ -184,7 +184,7 @@ impl Widget for &GpuTwoLine<'_> {
         // equal shares are equal lengths; a line too long drops its least
         // important figures instead of shrinking its bar.
         let bar = (w / 5).clamp(8, 30);
-        let (l1, l1_w) = with_bar(app, g, before, after, (bar, bar), w);
+        let (l1, l1_w) = with_bar(app, g, before, after, bar, w);
         Line::from(l1).render(row(0), buf);
         let l2_w = width_of(&l2);
         Line::from(l2).render(row(1), buf);
@@ -257,7 +257,7 @@ impl Widget for &GpuLine<'_> {
         // the fills compare down the column: a row with more to say drops
         // its least important figures instead of shrinking its bar.
         let bar = (w / 5).clamp(8, 24);
-        let (line, used) = with_bar(app, g, vec![label], after, (bar, bar), w);
+        let (line, used) = with_bar(app, g, vec![label], after, bar, w);
         Line::from(line).render(area, buf);
         let spark_w = w.saturating_sub(84).min(60);
         if spark_w >= 13 && used + 2 <= w - spark_w {

@@ -61,7 +61,7 @@ impl GpuCard<'_> {
         const WIDEST_TEXT: usize = 4 + 16 + 5 + 16 + 19 + 12;
         let w = w.saturating_sub(1);
         let bar = w.saturating_sub(WIDEST_TEXT).clamp(10, 60);
-        with_bar(app, g, before, after, (bar, bar), w).0
+        with_bar(app, g, before, after, bar, w).0
     }
 
     /// Line 3: utilisation, memory bandwidth, temperature, power, clocks
