@@ -214,7 +214,7 @@ impl GpuView<'_> {
                 dots: false,
             },
             Series {
-                name: "peak/interval".into(),
+                name: "peaks".into(),
                 style: t.chart_b,
                 points: gpu_points(app, i, slot, span, |g| match (g.mem_peak, g.mem) {
                     (Some(p), Some(m)) if p > m.used => Some(gib(p)),
