@@ -132,6 +132,7 @@ fn notes(before: &[Before], now: &Assessment, t_ms: u64) -> Vec<Event> {
             gpu: Some(g.index),
             pid: None,
             message,
+            after_oom: false,
         };
         if let Some(f) = g.forecast.filter(|_| !had_forecast) {
             out.push(note(format!(

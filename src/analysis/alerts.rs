@@ -109,6 +109,7 @@ impl Alert {
                 self.kind.name(),
                 self.message
             ),
+            after_oom: false,
         }
     }
 }

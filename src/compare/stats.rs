@@ -397,6 +397,7 @@ pub(crate) mod tests {
             gpu: Some(1),
             pid: Some(9),
             message: String::new(),
+            after_oom: false,
         });
         c.add(&s);
         let run = c.finish();

@@ -299,6 +299,7 @@ fn events_are_counted_per_gpu_and_process_and_json_names_them() {
         gpu: Some(0),
         pid: Some(5),
         message: "PID 5 exited on GPU 0 at 99% full (suspected OOM)".into(),
+        after_oom: false,
     });
     snaps.push(last);
     let new = write(d.path(), "new.jsonl", 1, &snaps);

@@ -334,6 +334,12 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     pub message: String,
+    /// A `process_exited` within [`AFTER_OOM_MS`] of an out-of-memory
+    /// error the process's allocator counted: it exited because of that
+    /// error (the suspected OOM). Absent (false) in recordings made before
+    /// 2026-12-06.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_oom: bool,
 }
 
 /// A process that exits this soon (ms) after an out-of-memory error its
@@ -498,6 +504,30 @@ mod tests {
         for b in (0..200).map(|i| 1u64 << (i % 40) | (i * 7919)) {
             assert!(bytes_short(b).len() <= 5, "{b}: {}", bytes_short(b));
         }
+    }
+
+    #[test]
+    fn an_exit_after_an_oom_says_so_in_the_recording_and_older_ones_read() {
+        let e = Event {
+            t_ms: 5,
+            kind: EventKind::ProcessExited,
+            gpu: Some(1),
+            pid: Some(7),
+            message: "PID 7 exited on GPU 1 after running out of memory: x".into(),
+            after_oom: true,
+        };
+        let line = serde_json::to_string(&e).unwrap();
+        assert!(line.contains(r#""after_oom":true"#), "{line}");
+        assert_eq!(serde_json::from_str::<Event>(&line).unwrap(), e);
+        // False is left out, and a line without it (before 2026-12-06) is
+        // an ordinary exit.
+        let plain = Event {
+            after_oom: false,
+            ..e
+        };
+        let line = serde_json::to_string(&plain).unwrap();
+        assert!(!line.contains("after_oom"), "{line}");
+        assert_eq!(serde_json::from_str::<Event>(&line).unwrap(), plain);
     }
 
     #[test]

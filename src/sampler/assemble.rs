@@ -161,6 +161,7 @@ impl Assembler {
                     gpu: Some(index),
                     pid: None,
                     message: format!("XID {xid} on GPU {index}"),
+                    after_oom: false,
                 });
             }
             if state != GpuState::Lost {

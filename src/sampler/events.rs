@@ -77,6 +77,7 @@ fn counted_oom(counts: &mut OomCounts, p: &ProcSample, t_ms: Millis) -> Option<E
             oom_count(now),
             p.label()
         ),
+        after_oom: false,
     })
 }
 
@@ -110,6 +111,7 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> 
                 gpu: Some(p.gpu),
                 pid: Some(p.pid),
                 message: format!("PID {} started on GPU {}: {}", p.pid, p.gpu, p.label()),
+                after_oom: false,
             });
         }
     }
@@ -123,7 +125,8 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> 
             .find(|g| g.index == p.gpu)
             .and_then(GpuSample::peak_pct_full)
             .unwrap_or(0.0);
-        let (kind, message) = if counts.just_counted(&p.id(), next.t_ms) {
+        let after_oom = counts.just_counted(&p.id(), next.t_ms);
+        let (kind, message) = if after_oom {
             (
                 EventKind::ProcessExited,
                 format!(
@@ -156,6 +159,7 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> 
             gpu: Some(p.gpu),
             pid: Some(p.pid),
             message,
+            after_oom,
         });
     }
     for g in &next.gpus {
@@ -170,6 +174,7 @@ pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> 
                 gpu: Some(g.index),
                 pid: None,
                 message: format!("GPU {} is lost", g.index),
+                after_oom: false,
             });
         }
     }
@@ -348,12 +353,18 @@ mod tests {
             snaps
                 .windows(2)
                 .flat_map(|w| diff_events(&w[0], &w[1], &mut counts))
-                .map(|e| (e.kind, e.message))
+                .map(|e| (e.kind, e.message, e.after_oom))
                 .collect::<Vec<_>>()
         };
         let ev = run(&[(1_000, Some(0)), (2_000, Some(1)), (4_000, None)]);
-        let kinds: Vec<_> = ev.iter().map(|e| e.0).collect();
-        assert_eq!(kinds, [EventKind::SuspectedOom, EventKind::ProcessExited]);
+        let kinds: Vec<_> = ev.iter().map(|e| (e.0, e.2)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (EventKind::SuspectedOom, false),
+                (EventKind::ProcessExited, true)
+            ]
+        );
         assert!(
             ev[1].1.contains("after running out of memory"),
             "{}",
@@ -367,8 +378,14 @@ mod tests {
             (late, Some(1)),
             (late + 1, None),
         ]);
-        let kinds: Vec<_> = ev.iter().map(|e| e.0).collect();
-        assert_eq!(kinds, [EventKind::SuspectedOom, EventKind::SuspectedOom]);
+        let kinds: Vec<_> = ev.iter().map(|e| (e.0, e.2)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (EventKind::SuspectedOom, false),
+                (EventKind::SuspectedOom, false)
+            ]
+        );
         assert!(ev[1].1.contains("(suspected OOM)"), "{}", ev[1].1);
     }
 }

@@ -9,7 +9,6 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 use crate::analysis::LeakSeen;
 use crate::app::App;
 use crate::history::{ProcId, ProcPoint, ProcSeries};
-use crate::model::AFTER_OOM_MS;
 use crate::model::units::{GIB, bytes_short, duration_short, rate_short};
 use crate::ui::chart::{Series, TimeChart};
 
@@ -307,21 +306,9 @@ impl ProcessView<'_> {
         if let Some(pct) = full {
             l.push(Span::raw(format!(" with GPU {gpu} at {pct:.0}% full")));
         }
-        // An exit right after an out-of-memory error its allocator counted
-        // is a plain exit, after that error.
-        let after_oom = exit.is_some_and(|x| {
-            x.kind == EventKind::ProcessExited
-                && app.events().iter().any(|e| {
-                    e.kind == EventKind::SuspectedOom
-                        && e.pid == Some(pid)
-                        && e.gpu == Some(gpu)
-                        && e.t_ms <= x.t_ms
-                        && x.t_ms - e.t_ms <= AFTER_OOM_MS
-                })
-        });
         if exit.is_some_and(|e| e.kind == EventKind::SuspectedOom) {
             l.push(Span::styled(" (suspected OOM)", t.crit));
-        } else if after_oom {
+        } else if exit.is_some_and(|e| e.after_oom) {
             l.push(Span::styled(" after running out of memory", t.crit));
         }
         if let Some((pk, at)) = app.proc_peak(s) {

@@ -132,6 +132,7 @@ fn snapshot_strategy() -> impl Strategy<Value = Snapshot> {
                     gpu: Some(g),
                     pid: None,
                     message: format!("XID {x}"),
+                    after_oom: false,
                 })
                 .collect(),
         })

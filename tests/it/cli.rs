@@ -139,6 +139,7 @@ fn snapshot_json_has_exactly_the_documented_fields() {
         gpu: Some(0),
         pid: Some(7),
         message: "PID 7 started on GPU 0: x".into(),
+        after_oom: false,
     };
     v["events"] = serde_json::json!([event]);
     let mut output = BTreeSet::new();

@@ -56,6 +56,7 @@ fn small_snapshots(n: u64) -> (Header, Vec<Snapshot>) {
                 gpu: Some(0),
                 pid: None,
                 message: format!("note {i}"),
+                after_oom: false,
             });
         }
         out.push(s);

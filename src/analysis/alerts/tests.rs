@@ -247,6 +247,7 @@ fn xid_events_become_alerts() {
             gpu: Some(1),
             pid: None,
             message: "XID 79 on GPU 1\x1b[2J".into(),
+            after_oom: false,
         },
         Event {
             t_ms: 5,
@@ -254,6 +255,7 @@ fn xid_events_become_alerts() {
             gpu: None,
             pid: None,
             message: "x".into(),
+            after_oom: false,
         },
     ];
     let v: Vec<_> = xid_alerts(&ev).collect();

@@ -293,6 +293,7 @@ fn note(pid: u32, message: String) -> Event {
         gpu: None,
         pid: Some(pid),
         message: crate::sanitize::clean(&message),
+        after_oom: false,
     }
 }
 

@@ -562,6 +562,7 @@ mod tests {
                 gpu: Some(0),
                 pid: Some(7),
                 message: "x".into(),
+                after_oom: false,
             });
             sum.add(&s, 1000, &th, &mut procs);
         }
