@@ -187,6 +187,27 @@ mod tests {
     use crate::model::MemInfo;
     use crate::model::units::GIB;
 
+    /// `procs` at `t_ms` on GPU 0 of 100 GiB, `used_gib` of it used (and
+    /// its peak there).
+    fn on_gpu_used(t_ms: Millis, used_gib: u64, procs: Vec<ProcSample>) -> Snapshot {
+        Snapshot {
+            t_ms,
+            gpus: vec![GpuSample {
+                index: 0,
+                mem: Some(MemInfo {
+                    used: used_gib * GIB,
+                    reserved: GIB,
+                    free: (100 - used_gib) * GIB,
+                    total: 100 * GIB,
+                }),
+                mem_peak: Some(used_gib * GIB),
+                ..Default::default()
+            }],
+            procs,
+            ..Default::default()
+        }
+    }
+
     /// PID 9, whose allocator has counted `ooms` errors (no figures: `None`).
     fn counted(ooms: Option<u64>) -> ProcSample {
         use crate::model::alloc::{AllocStats, DeviceAlloc};
@@ -258,22 +279,7 @@ mod tests {
 
     #[test]
     fn a_new_oom_counted_by_the_allocator_is_an_event() {
-        let snap = |procs: Vec<ProcSample>| Snapshot {
-            t_ms: 5,
-            gpus: vec![GpuSample {
-                index: 0,
-                mem: Some(MemInfo {
-                    used: 10 * GIB,
-                    reserved: GIB,
-                    free: 90 * GIB,
-                    total: 100 * GIB,
-                }),
-                mem_peak: Some(10 * GIB),
-                ..Default::default()
-            }],
-            procs,
-            ..Default::default()
-        };
+        let snap = |procs: Vec<ProcSample>| on_gpu_used(5, 10, procs);
         let p = counted;
         let kinds = |a: &Snapshot, b: &Snapshot| -> Vec<(EventKind, String)> {
             diff_events(a, b, &mut OomCounts::default())
@@ -328,22 +334,7 @@ mod tests {
     fn the_exit_after_a_counted_oom_is_no_second_one() {
         // The GPU 98 % full: an exit is a suspected OOM, unless it follows
         // one the allocator counted.
-        let snap = |t_ms: Millis, procs: Vec<ProcSample>| Snapshot {
-            t_ms,
-            gpus: vec![GpuSample {
-                index: 0,
-                mem: Some(MemInfo {
-                    used: 98 * GIB,
-                    reserved: GIB,
-                    free: 2 * GIB,
-                    total: 100 * GIB,
-                }),
-                mem_peak: Some(98 * GIB),
-                ..Default::default()
-            }],
-            procs,
-            ..Default::default()
-        };
+        let snap = |t_ms: Millis, procs: Vec<ProcSample>| on_gpu_used(t_ms, 98, procs);
         let run = |states: &[(Millis, Option<u64>)]| {
             let mut counts = OomCounts::default();
             let snaps: Vec<_> = states
