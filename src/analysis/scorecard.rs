@@ -245,10 +245,10 @@ impl Scorer {
                 let Some(gone) = prev.procs.iter().find(|p| p.pid == pid && p.gpu == gpu) else {
                     continue;
                 };
-                // Its exit soon after an OOM its allocator counted is that OOM.
-                let after_counted = self.counts.just_counted(&gone.id(), t);
+                // Its exit soon after an OOM its allocator counted
+                // (`after_oom`) is that OOM.
                 let oom = e.kind == EventKind::SuspectedOom
-                    || (e.kind == EventKind::ProcessExited && (near_full_now || after_counted));
+                    || (e.kind == EventKind::ProcessExited && (near_full_now || e.after_oom));
                 if !oom {
                     continue;
                 }

@@ -28,10 +28,10 @@ fn oom_count(n: u64) -> String {
 pub struct OomCounts(HashMap<ProcId, Counted>);
 
 impl OomCounts {
-    /// Whether process `id` (live, or gone in the last [`diff_events`])
+    /// Whether process `id` (in the snapshot before, live or gone since)
     /// ran out of memory by its allocator's count within
     /// [`AFTER_OOM_MS`] before `t_ms`: an exit then is after that OOM.
-    pub fn just_counted(&self, id: &ProcId, t_ms: Millis) -> bool {
+    fn just_counted(&self, id: &ProcId, t_ms: Millis) -> bool {
         self.0
             .get(id)
             .and_then(|c| c.rose_ms)
@@ -89,9 +89,9 @@ fn counted_oom(counts: &mut OomCounts, p: &ProcSample, t_ms: Millis) -> Option<E
 pub fn diff_events(prev: &Snapshot, next: &Snapshot, counts: &mut OomCounts) -> Vec<Event> {
     let before: HashSet<ProcId> = prev.procs.iter().map(ProcSample::id).collect();
     let after: HashSet<ProcId> = next.procs.iter().map(ProcSample::id).collect();
-    // Those gone before `prev` are forgotten (one round on, for
-    // [`OomCounts::just_counted`]); those in `prev` seen, if these are
-    // the first snapshots.
+    // Those gone before `prev` are forgotten (those gone since are asked
+    // about below); those in `prev` seen, if these are the first
+    // snapshots.
     counts.0.retain(|id, _| before.contains(id));
     for p in &prev.procs {
         if let Some(n) = ooms(p) {
