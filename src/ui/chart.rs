@@ -55,18 +55,43 @@ pub(crate) fn segments(points: &[(f64, Option<f64>)]) -> Vec<Vec<(f64, f64)>> {
 
 impl TimeChart<'_> {
     /// The title, then each series' mark and name in its colour, as many
-    /// as fit in `width`.
+    /// as fit in `width`. Where a legend of several series does not fit
+    /// beside the title but fits alone, it is shown alone, tighter (its
+    /// names say what the chart is: "━SM ━mem bw"), rather than leave a
+    /// series unnamed.
     fn title_line(&self, width: usize) -> Line<'static> {
         let t = self.theme;
-        let mut spans = vec![Span::styled(format!(" {} ", self.title), t.title)];
-        let mut used = self.title.chars().count() + 2;
         let mut seen = std::collections::HashSet::new();
-        for s in &self.series {
-            if !seen.insert(s.name.as_str()) {
-                continue;
-            }
-            let mark = if s.dots { "•" } else { "━" };
-            let entry = format!("{mark} {} ", s.name);
+        let named: Vec<&Series> = self
+            .series
+            .iter()
+            .filter(|s| seen.insert(s.name.as_str()))
+            .collect();
+        let mark = |s: &Series| if s.dots { "•" } else { "━" };
+        let wide: Vec<String> = named
+            .iter()
+            .map(|s| format!("{} {} ", mark(s), s.name))
+            .collect();
+        let title_w = self.title.chars().count() + 2;
+        let wide_w: usize = wide.iter().map(|e| e.chars().count()).sum();
+        let tight: Vec<String> = named
+            .iter()
+            .map(|s| format!("{}{} ", mark(s), s.name))
+            .collect();
+        let tight_w = 1 + tight.iter().map(|e| e.chars().count()).sum::<usize>();
+        if named.len() >= 2 && title_w + wide_w > width && tight_w <= width {
+            let mut spans = vec![Span::raw(" ")];
+            spans.extend(
+                tight
+                    .into_iter()
+                    .zip(&named)
+                    .map(|(e, s)| Span::styled(e, s.style)),
+            );
+            return Line::from(spans);
+        }
+        let mut spans = vec![Span::styled(format!(" {} ", self.title), t.title)];
+        let mut used = title_w;
+        for (entry, s) in wide.into_iter().zip(&named) {
             let w = entry.chars().count();
             if used + w > width {
                 break;
@@ -199,5 +224,44 @@ mod tests {
             vec![vec![(0.0, 1.0)], vec![(2.0, 2.0), (3.0, 3.0)]]
         );
         assert!(segments(&[]).is_empty());
+    }
+
+    fn chart<'a>(theme: &'a Theme, names: &[&str]) -> TimeChart<'a> {
+        TimeChart {
+            title: "utilisation %".into(),
+            series: names
+                .iter()
+                .map(|&name| Series {
+                    name: name.into(),
+                    style: Style::default(),
+                    points: Vec::new(),
+                    dots: false,
+                })
+                .collect(),
+            span_s: 60.0,
+            y_max: Some(100.0),
+            y_label: &|v| format!("{v:.0}"),
+            theme,
+        }
+    }
+
+    fn text(l: &Line) -> String {
+        l.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn a_legend_that_does_not_fit_beside_the_title_is_shown_alone() {
+        let theme = Theme::new(crate::config::Theme::Dark, crate::theme::Depth::TrueColor);
+        let c = chart(&theme, &["SM", "mem bw"]);
+        // Room for all: the title and each series.
+        assert_eq!(text(&c.title_line(40)), " utilisation % ━ SM ━ mem bw ");
+        // An 80-column GPU view's chart (14 inside): the legend alone,
+        // every series named.
+        assert_eq!(text(&c.title_line(14)), " ━SM ━mem bw ");
+        // Too narrow even for that: the title, and what fits beside it.
+        assert_eq!(text(&c.title_line(12)), " utilisation % ");
+        // One series: its title stays (the name says nothing alone).
+        let one = chart(&theme, &["SM"]);
+        assert_eq!(text(&one.title_line(14)), " utilisation % ");
     }
 }
