@@ -35,6 +35,10 @@ struct GpuTrack {
     demand_latest: VecDeque<(Millis, Millis)>,
     /// When a forecast was last shown for it.
     forecast_last_ms: Option<Millis>,
+    /// Its driver's figure saturated at the last snapshot: at risk, or
+    /// read at `cache_full_pct` or more with no forecast of its own (the
+    /// caching allocators hold it flat while the tensors grow inside).
+    saturated: bool,
     /// When it last grew only by fills levelling off, and by how much more.
     levelled: Option<(Millis, f64)>,
     /// When one of its processes was last seen gone, and when the earliest
@@ -52,6 +56,7 @@ impl GpuTrack {
             demand_envelope: Envelope::default(),
             demand_latest: VecDeque::new(),
             forecast_last_ms: None,
+            saturated: false,
             exit: None,
             levelled: None,
             a: GpuAssessment {
@@ -330,12 +335,9 @@ impl Analyzer {
                 .entry(sp.id())
                 .or_insert_with(|| ProcTrack::new(sp, t, generation, cfg));
             tr.seen = generation;
-            // Its GPU at risk at the last sample: the driver's figure
-            // saturated by the caching allocators (see `tensors`).
-            let at_risk = self
-                .gpus
-                .get(&sp.gpu)
-                .is_some_and(|g| g.a.at_risk_pct.is_some());
+            // Its GPU's driver figure saturated by the caching allocators
+            // at the last sample (see `tensors`).
+            let saturated = self.gpus.get(&sp.gpu).is_some_and(|g| g.saturated);
             // A rise by more than this is a new high (driver and tensors).
             let tol = total as f64 / 1000.0;
             if let Some(m) = sp.mem {
@@ -382,7 +384,7 @@ impl Analyzer {
                 .flag()
                 .filter(|_| tr.rises.current(t))
                 .copied()
-                .or_else(|| tr.tensors.flag(t).filter(|_| at_risk))
+                .or_else(|| tr.tensors.flag(t).filter(|_| saturated))
                 .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill)
                 // Nor are tensors levelling off (a cache filling up).
                 .filter(|_| tr.levelling.is_none());
@@ -535,6 +537,7 @@ impl Analyzer {
             if fills_to.is_some() {
                 forecast = None;
             }
+            tr.saturated = saturated;
             tr.a.forecast = forecast;
             if forecast.is_some() {
                 tr.forecast_last_ms = Some(t);

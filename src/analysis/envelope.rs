@@ -147,7 +147,7 @@ impl Default for EnvelopeParams {
             saturated_frac: 0.0025,
             at_risk_pct: 97.0,
             at_risk_window: Duration::from_secs(30),
-            cache_full_pct: 90.0,
+            cache_full_pct: 85.0,
         }
     }
 }

@@ -6,8 +6,9 @@
 //! cache holds nearly the whole GPU (an evaluation pass's transient kept
 //! reserved, `eval_spike/cached`), the driver sees a flat line while the
 //! tensors inside it keep growing to the OOM. The analyzer takes this
-//! flag only where the driver's figure is saturated, the GPU at risk (as
-//! the allocators' demand is shown only there, `demand`): below that, a
+//! flag only where the driver's figure is saturated (the GPU at risk, or
+//! read at `cache_full_pct` or more with no forecast of its own), as the
+//! allocators' demand is shown only there (`demand`): below that, a
 //! cache filling what it reserved (a KV cache's blocks) looks as linear
 //! in the tensors as in the driver for its first tens of seconds, and the
 //! driver's own flag decides.

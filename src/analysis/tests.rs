@@ -268,6 +268,7 @@ fn one_torch_process(s: u64, used: u64, peak: Option<u64>) -> Snapshot {
         pid: 10,
         t_ms: t,
         interval_ms: 500,
+        seq: s,
         cuda_initialized: true,
         devices: vec![DeviceAlloc {
             allocated: peak - (1 << 30),
@@ -375,6 +376,32 @@ fn a_full_gpu_with_a_forecast_of_its_own_shows_the_drivers() {
     let f = g.forecast.expect("the driver's forecast");
     // The driver reaches 140 GiB 36 s after second 20.
     assert!((f.eta_s - 36.0).abs() < 2.0, "{f:?}");
+}
+
+/// A cache held flat by the caching allocator below the at-risk level
+/// while the tensors inside grow 0.3 GiB/s (`eighteenth/01`, a leak
+/// beneath a KV cache on an H100: 88 % for 44 s): from `cache_full_pct`
+/// the tensors' leak flag is taken; below it, the driver's flat figure
+/// decides and there is none.
+#[test]
+fn tensors_growing_in_a_cache_held_flat_are_flagged_from_cache_full_pct() {
+    let gib = (1u64 << 30) as f64;
+    let flagged = |held_gib: u64| {
+        let mut a = Analyzer::new(&AnalysisConfig::default());
+        (0..60u64).find_map(|s| {
+            let tensors = ((80.0 + 0.3 * s as f64) * gib) as u64;
+            a.observe(&one_torch_process(s, held_gib << 30, Some(tensors)));
+            assert!(a.gpu(0).unwrap().at_risk_pct.is_none());
+            let p = a.processes().next().unwrap();
+            p.leak.map(|f| (s, f.seen_in))
+        })
+    };
+    // 123 GiB of 140: 87.9 %.
+    let (s, seen) = flagged(123).expect("flagged");
+    assert_eq!(seen, crate::analysis::leak::LeakSeen::Tensors);
+    assert!(s <= 25, "{s}");
+    // 112 GiB: 80 %.
+    assert_eq!(flagged(112), None);
 }
 
 #[test]

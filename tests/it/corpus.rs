@@ -411,6 +411,21 @@ fn the_corpus_held_out_from_the_levelling_rules_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 4 && s.settled_held >= 3, "{s:?}");
 }
 
+/// `eighteenth/` (plan written 2026-12-06 00:40 UTC; recorded on an H100
+/// 04:37 UTC in session 20, its third job left out by the deadline): a
+/// leak beneath a KV cache and a KV cache at τ 26 s. Scored once as found:
+/// 2 of 3 checkpoints held (T−60 s missed: the driver's figure held flat
+/// at 88 % by the cache for 44 s while the tensors grew 0.35 GiB/s), leak
+/// flag 144 s after the growth began, the cache silent. Then the
+/// allocators' view was taken from 85 % instead of 90 % and the tensors'
+/// flag wherever that view is (tuned on this run after it was scored):
+/// 3 of 3, the flag at 79 s.
+#[test]
+fn the_leak_beneath_a_cache_is_forecast_and_flagged() {
+    let s = scored_set("eighteenth", (2, 1, 3), 3, 80.0, 0, &[]);
+    assert!(s.shown_by_30 >= 1, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
