@@ -398,7 +398,7 @@ fn tensors_growing_in_a_cache_held_flat_are_flagged_from_cache_full_pct() {
     };
     // 123 GiB of 140: 87.9 %.
     let (s, seen) = flagged(123).expect("flagged");
-    assert_eq!(seen, crate::analysis::leak::LeakSeen::Tensors);
+    assert_eq!(seen, LeakSeen::Tensors);
     assert!(s <= 25, "{s}");
     // 112 GiB: 80 %.
     assert_eq!(flagged(112), None);
