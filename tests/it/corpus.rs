@@ -426,6 +426,19 @@ fn the_leak_beneath_a_cache_is_forecast_and_flagged() {
     assert!(s.shown_by_30 >= 1, "{s:?}");
 }
 
+/// `nineteenth/` (plan written and committed 2026-12-06 04:40 UTC, before
+/// session 20 changed anything; recorded on an H100 04:41–04:49 UTC; its
+/// last job, `weights_load`, left out by the deadline), sealed until the
+/// session's analysis changes were made, then scored once: 6 of 8
+/// checkpoints, 5 of 6 where the growth had run 15 s, shown by T−30 s on 3
+/// of 4 OOM runs, leak flags within 24 s, no false alarm (the first KV
+/// cache recorded with the τ raise, and `healthy_train` ×0.7, silent).
+#[test]
+fn the_corpus_held_out_from_the_twentieth_session_scores_at_least_as_it_did() {
+    let s = scored_set("nineteenth", (6, 4, 8), 6, 24.5, 0, &[]);
+    assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
