@@ -35,9 +35,7 @@ struct GpuTrack {
     demand_latest: VecDeque<(Millis, Millis)>,
     /// When a forecast was last shown for it.
     forecast_last_ms: Option<Millis>,
-    /// Its driver's figure saturated at the last snapshot: at risk, or
-    /// read at `cache_full_pct` or more with no forecast of its own (the
-    /// caching allocators hold it flat while the tensors grow inside).
+    /// Its driver's figure saturated at the last snapshot (`tensors`).
     saturated: bool,
     /// When it last grew only by fills levelling off, and by how much more.
     levelled: Option<(Millis, f64)>,
@@ -335,8 +333,7 @@ impl Analyzer {
                 .entry(sp.id())
                 .or_insert_with(|| ProcTrack::new(sp, t, generation, cfg));
             tr.seen = generation;
-            // Its GPU's driver figure saturated by the caching allocators
-            // at the last sample (see `tensors`).
+            // Its GPU's driver figure saturated at the last sample.
             let saturated = self.gpus.get(&sp.gpu).is_some_and(|g| g.saturated);
             // A rise by more than this is a new high (driver and tensors).
             let tol = total as f64 / 1000.0;
@@ -486,9 +483,9 @@ impl Analyzer {
             }
             // At risk, or as full as `cache_full_pct` with no forecast of
             // the driver's own (its figure held flat by the caching
-            // allocators while the tensors grow inside: `fifteenth/04`, an
-            // evaluation pass's cache held at 95.6 % of an H100 for the
-            // last 22 s before its OOM), the driver's view is saturated.
+            // allocators while the tensors grow inside: `fifteenth/04` at
+            // 95.6 % of an H100, `eighteenth/01` at 88 %), the driver's
+            // view is saturated: its processes' tensors are looked at.
             let mut saturated = false;
             let (forecast, outlook) = match tr.a.mem {
                 Some(m) => {
