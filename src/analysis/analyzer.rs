@@ -4,169 +4,14 @@
 //! follow. Bounded: per series a window of at most 64 points (the
 //! envelope 120) and at most 128 leak buckets, whatever the run's length.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
-use super::alerts::{self, Alert, GpuAlerts};
-use super::demand::{ProcDemand, demand_forecast, latest_from_demand, steady_latest};
-use super::envelope::{Envelope, Rises};
-use super::forecast::{self, Room};
-use super::leak::{LeakChange, LeakDetector};
-use super::series::Series;
-use super::tensors::TensorLeak;
-use super::{AnalysisConfig, Assessment, GpuAssessment, Phase, ProcAssessment, Rate};
-use crate::model::{GpuSample, GpuState, MemInfo, Millis, ProcId, ProcSample, Snapshot};
-
-#[derive(Debug)]
-struct GpuTrack {
-    series: Series,
-    envelope: Envelope,
-    alerts: GpuAlerts,
-    a: GpuAssessment,
-    /// This snapshot's demand less the driver's reading, from the
-    /// allocator figures of its processes (`demand`), if any.
-    demand: Option<f64>,
-    /// The forecaster over that demand: its candidate every snapshot, a
-    /// forecast shown only where the driver's view is saturated (at risk,
-    /// or read at `cache_full_pct` or more with no forecast of its own).
-    demand_envelope: Envelope,
-    /// The demand's candidates since they began without a break: when
-    /// each was made and its latest moment (unix ms), for
-    /// [`steady_latest`].
-    demand_latest: VecDeque<(Millis, Millis)>,
-    /// When a forecast was last shown for it.
-    forecast_last_ms: Option<Millis>,
-    /// Its driver's figure saturated at the last snapshot (`tensors`).
-    saturated: bool,
-    /// When it last grew only by fills levelling off, and by how much more.
-    levelled: Option<(Millis, f64)>,
-    /// When one of its processes was last seen gone, and when the earliest
-    /// of those gone then was first seen.
-    exit: Option<(Millis, Millis)>,
-}
-
-impl GpuTrack {
-    fn new(g: &GpuSample, t: Millis, cfg: &AnalysisConfig) -> GpuTrack {
-        GpuTrack {
-            series: Series::new(cfg.rate_window),
-            envelope: Envelope::default(),
-            alerts: GpuAlerts::default(),
-            demand: None,
-            demand_envelope: Envelope::default(),
-            demand_latest: VecDeque::new(),
-            forecast_last_ms: None,
-            saturated: false,
-            exit: None,
-            levelled: None,
-            a: GpuAssessment {
-                index: g.index,
-                t_ms: t,
-                state: g.state,
-                mem: None,
-                peak: None,
-                rate: None,
-                phase: Phase::Unknown,
-                phase_since_ms: t,
-                forecast: None,
-                at_risk_pct: None,
-                levels_at: None,
-                growing: 0,
-                leaking: 0,
-            },
-        }
-    }
-
-    /// Free memory now, at the peaks and at the troughs (each recent
-    /// reading raised by `rate_bps` for the time since it was read).
-    fn room(&self, t: Millis, m: MemInfo, rate_bps: f64) -> Room {
-        let used = m.used as f64;
-        let free = m.free as f64;
-        let top = self.series.peaks.envelope(t, rate_bps).unwrap_or(used);
-        let floor = self.series.window.floor_at(t, rate_bps).unwrap_or(used);
-        let at = |x: f64| x.clamp(0.0, u64::MAX as f64) as u64;
-        Room::ordered(
-            m.free,
-            at(free - (top - used).max(0.0)),
-            at(free + (used - floor).max(0.0)),
-        )
-    }
-}
-
-#[derive(Debug)]
-struct ProcTrack {
-    series: Series,
-    leak: LeakDetector,
-    /// The leak detector has had its first point (see `CONTEXT_STARTED`).
-    leak_started: bool,
-    /// The leak alert for the current flag has been raised.
-    leak_alerted: bool,
-    /// Whether its memory still reaches new highs.
-    rises: Rises,
-    /// The memory of the previous sample (a level shift restarts the leak
-    /// detector).
-    last_mem: Option<u64>,
-    steady: forecast::Steady,
-    seen: u64,
-    /// What its allocator figures said (for its GPU's demand).
-    demand: ProcDemand,
-    /// Its tensors' own leak detector (from its allocator figures).
-    tensors: TensorLeak,
-    /// Its leak detectors as they were before a rise by a level shift,
-    /// back if it falls back (an evaluation pass: [`BeforeRise`]).
-    before_rise: Option<Box<PendingRise<BeforeRise>>>,
-    /// When its memory last shifted level.
-    shifted_ms: Option<Millis>,
-    /// Its tensors, to tell a fill that levels off (kept over level shifts).
-    fill: Levelling,
-    /// Where its tensors level off and what they hold now (bytes).
-    levelling: Option<(f64, f64)>,
-    a: ProcAssessment,
-}
-
-impl ProcTrack {
-    fn new(sp: &ProcSample, t: Millis, generation: u64, cfg: &AnalysisConfig) -> ProcTrack {
-        ProcTrack {
-            series: Series::new(cfg.rate_window),
-            leak: LeakDetector::new(&cfg.leak),
-            leak_started: false,
-            leak_alerted: false,
-            rises: Rises::default(),
-            last_mem: None,
-            steady: forecast::Steady::default(),
-            seen: generation,
-            demand: ProcDemand::default(),
-            tensors: TensorLeak::new(&cfg.leak),
-            before_rise: None,
-            shifted_ms: None,
-            fill: Levelling::default(),
-            levelling: None,
-            a: ProcAssessment {
-                id: sp.id(),
-                first_seen_ms: t,
-                last_seen_ms: t,
-                alive: true,
-                mem: None,
-                peak: None,
-                rate: None,
-                phase: Phase::Unknown,
-                phase_since_ms: t,
-                leak: None,
-                forecast: None,
-            },
-        }
-    }
-
-    /// The growth it adds to its GPU: the short-window rate while growing,
-    /// else the baseline rate while flagged leaking.
-    fn growth(&self) -> Option<Rate> {
-        if self.levelling.is_some() {
-            return None;
-        }
-        match (self.series.phase.phase(), self.series.estimate) {
-            (Phase::Growing, Some(e)) => Some(e.rate),
-            _ => self.leak.flag().map(|f| f.rate),
-        }
-    }
-}
+use super::alerts::{self, Alert};
+use super::demand::{demand_forecast, latest_from_demand, steady_latest};
+use super::forecast;
+use super::leak::LeakChange;
+use super::{AnalysisConfig, Assessment, GpuAssessment, Phase, ProcAssessment};
+use crate::model::{GpuState, Millis, ProcId, Snapshot};
 
 /// Below this a process is still creating its CUDA context.
 const CONTEXT_STARTED: u64 = 64 << 20;
@@ -595,6 +440,6 @@ impl Analyzer {
 
 mod levels;
 mod rise;
-use crate::analysis::levelling::{BELOW_FRAC, Levelling};
-use crate::analysis::spike::PendingRise;
-use rise::BeforeRise;
+mod tracks;
+use crate::analysis::levelling::BELOW_FRAC;
+use tracks::{GpuTrack, ProcTrack};
