@@ -137,6 +137,25 @@ fn overview(app: &App, o: &layout::Overview, buf: &mut Buffer) {
     }
 }
 
+/// A trend as words, the same on a GPU's card and in a process's view:
+/// "growing +510M/s", "stable", "volatile", "warming up". The rate is
+/// shown only with a direction the phase (which has hysteresis) stands
+/// by: a window's rate while the phase says stable is not a trend.
+pub(crate) fn trend_words(phase: crate::analysis::Phase, rate_bps: f64) -> String {
+    use crate::analysis::Phase;
+    match phase {
+        Phase::Growing | Phase::Shrinking => {
+            format!(
+                "{} {}",
+                phase.name(),
+                crate::model::units::rate_short(rate_bps)
+            )
+        }
+        Phase::Unknown => "warming up".into(),
+        p => p.name().to_owned(),
+    }
+}
+
 /// Display width of spans.
 pub(crate) fn width_of(spans: &[Span]) -> usize {
     spans.iter().map(Span::width).sum()
@@ -222,6 +241,18 @@ mod tests {
         // 38 rows in 4 lines: 3 listed and "+35 more" (3 + 35 = 38).
         assert_eq!(rows_shown(38, 4), (3, 35));
         assert_eq!(rows_shown(2, 0), (0, 2));
+    }
+
+    #[test]
+    fn a_trend_has_a_rate_only_with_a_direction() {
+        use crate::analysis::Phase;
+        let mib = 1024.0 * 1024.0;
+        assert_eq!(trend_words(Phase::Growing, 510.0 * mib), "growing +510M/s");
+        assert_eq!(trend_words(Phase::Shrinking, -20.0 * mib), "shrinking -20M/s");
+        // A window's rate while the phase says stable or volatile is no trend.
+        assert_eq!(trend_words(Phase::Stable, 680.0 * mib), "stable");
+        assert_eq!(trend_words(Phase::Volatile, -400.0 * mib), "volatile");
+        assert_eq!(trend_words(Phase::Unknown, 0.0), "warming up");
     }
 
     #[test]

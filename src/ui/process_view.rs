@@ -255,10 +255,8 @@ impl ProcessView<'_> {
                 l1.push(Span::styled("warming up (too few samples yet)", t.dim));
                 return Line::from(l1);
             }
-            l1.push(Span::styled("  growth ", t.label));
-            l1.push(Span::raw(rate_short(ins.rate_bps)));
-            l1.push(Span::styled("  phase ", t.label));
-            l1.push(Span::raw(ins.phase.name()));
+            l1.push(Span::styled("  trend ", t.label));
+            l1.push(Span::raw(crate::ui::trend_words(ins.phase, ins.rate_bps)));
             match ins.leak.map(|f| f.seen_in) {
                 Some(LeakSeen::Memory) => l1.push(Span::styled("  LEAK suspected", t.crit)),
                 Some(LeakSeen::Tensors) => {

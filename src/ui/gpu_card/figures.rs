@@ -4,10 +4,9 @@
 
 use ratatui::text::Span;
 
-use crate::analysis::Phase;
 use crate::app::{App, GpuInsight};
 use crate::config::Severity;
-use crate::model::units::{bytes_short, rate_short};
+use crate::model::units::bytes_short;
 use crate::model::{GpuSample, MemInfo};
 use crate::theme::Theme;
 
@@ -98,15 +97,9 @@ pub(super) fn power(app: &App, g: &GpuSample, with_limit: bool) -> Option<Vec<Sp
     Some(value(text, sev, app.theme()))
 }
 
-/// The trend as words: "growing +510M/s", "volatile", "warming up".
+/// The GPU's trend as words ([`crate::ui::trend_words`]).
 pub(super) fn trend_words(ins: &GpuInsight) -> String {
-    match ins.phase {
-        Phase::Growing | Phase::Shrinking => {
-            format!("{} {}", ins.phase.name(), rate_short(ins.rate_bps))
-        }
-        Phase::Unknown => "warming up".into(),
-        p => p.name().to_owned(),
-    }
+    crate::ui::trend_words(ins.phase, ins.rate_bps)
 }
 
 /// How much room the outlook has.
