@@ -248,7 +248,10 @@ mod tests {
         use crate::analysis::Phase;
         let mib = 1024.0 * 1024.0;
         assert_eq!(trend_words(Phase::Growing, 510.0 * mib), "growing +510M/s");
-        assert_eq!(trend_words(Phase::Shrinking, -20.0 * mib), "shrinking -20M/s");
+        assert_eq!(
+            trend_words(Phase::Shrinking, -20.0 * mib),
+            "shrinking -20M/s"
+        );
         // A window's rate while the phase says stable or volatile is no trend.
         assert_eq!(trend_words(Phase::Stable, 680.0 * mib), "stable");
         assert_eq!(trend_words(Phase::Volatile, -400.0 * mib), "volatile");
