@@ -366,6 +366,12 @@ impl Analyzer {
                     .filter(|_| saturated && outlook.rate.is_some() && !gone)
                     .and_then(|p| p.carried_at_risk(t, cfg.interval));
             let mut forecast = forecast.or(held);
+            if outlook.at_risk_pct.is_some()
+                && !gone
+                && let (Some(f), Some(b)) = (forecast.as_mut(), tr.a.forecast)
+            {
+                *f = f.joined_with(&b);
+            }
             // Growing only by fills levelling off (below the top, all
             // together; not at risk): no "full in", where it levels instead.
             let fills = tr
