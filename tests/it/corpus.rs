@@ -441,6 +441,24 @@ fn the_corpus_held_out_from_the_twentieth_session_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
 }
 
+/// `twentieth/` (recorded on an H100 2026-12-06 06:27 UTC; only the first
+/// job of `twentieth.plan` fitted the device time left): a KV cache with
+/// the τ raise (15 s asked, 27.3 s served). Not silent, with this
+/// session's code or the code it began with: the caching allocator took
+/// the driver from 54.5 to 69.5 GB in two steps while the tensors were at
+/// 94–97 % of their plateau, and the driver's staircase gave a forecast
+/// 74 s after the start. No leak flag. Kept as found, a known false alarm.
+#[test]
+fn the_kv_cache_with_the_tau_raise_alarms_once_by_forecast_only() {
+    let runs = corpus("twentieth");
+    let s = Summary::of(&runs);
+    assert_eq!((s.runs, s.oom_runs, s.checkpoints), (1, 0, 0), "{s:?}");
+    assert!(s.false_alarm_runs <= 1, "{s:?}");
+    for r in &runs {
+        assert!(r.false_alarms.iter().all(|a| a.starts_with("forecast")), "{r:?}");
+    }
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
