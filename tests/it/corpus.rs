@@ -455,7 +455,10 @@ fn the_kv_cache_with_the_tau_raise_alarms_once_by_forecast_only() {
     assert_eq!((s.runs, s.oom_runs, s.checkpoints), (1, 0, 0), "{s:?}");
     assert!(s.false_alarm_runs <= 1, "{s:?}");
     for r in &runs {
-        assert!(r.false_alarms.iter().all(|a| a.starts_with("forecast")), "{r:?}");
+        assert!(
+            r.false_alarms.iter().all(|a| a.starts_with("forecast")),
+            "{r:?}"
+        );
     }
 }
 
