@@ -97,11 +97,6 @@ pub(super) fn power(app: &App, g: &GpuSample, with_limit: bool) -> Option<Vec<Sp
     Some(value(text, sev, app.theme()))
 }
 
-/// The GPU's trend as words ([`crate::ui::trend_words`]).
-pub(super) fn trend_words(ins: &GpuInsight) -> String {
-    crate::ui::trend_words(ins.phase, ins.rate_bps)
-}
-
 /// How much room the outlook has.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Room {

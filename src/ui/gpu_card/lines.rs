@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use super::bar::with_bar;
-use super::figures::{Room, mem_pct, outlook, power, temp, trend_words, unaccounted, util_pct};
+use super::figures::{Room, mem_pct, outlook, power, temp, unaccounted, util_pct};
 use super::spark::{series, sparkline};
 use crate::analysis::Phase;
 use crate::app::{App, Pane};
@@ -138,7 +138,7 @@ impl Widget for &GpuTwoLine<'_> {
                 7,
                 vec![
                     Span::styled("  trend ", t.label),
-                    Span::styled(trend_words(&ins), style),
+                    Span::styled(crate::ui::trend_words(ins.phase, ins.rate_bps), style),
                 ],
             ));
             let o = outlook(app, &ins, if w < 100 { Room::Short } else { Room::Full });

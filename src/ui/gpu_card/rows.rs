@@ -6,9 +6,7 @@ use ratatui::text::Span;
 
 use super::GpuCard;
 use super::bar::with_bar;
-use super::figures::{
-    Room, outlook, power, temp, trend_words, unaccounted, used_of_total, util_pct,
-};
+use super::figures::{Room, outlook, power, temp, unaccounted, used_of_total, util_pct};
 use crate::analysis::Phase;
 use crate::model::GpuSample;
 use crate::model::units::bytes_short;
@@ -144,7 +142,7 @@ impl GpuCard<'_> {
                 9,
                 vec![
                     Span::styled("  trend ", t.label),
-                    Span::styled(trend_words(&ins), style),
+                    Span::styled(crate::ui::trend_words(ins.phase, ins.rate_bps), style),
                 ],
             ));
             let o = outlook(app, &ins, Room::Full);
