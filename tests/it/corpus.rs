@@ -441,25 +441,28 @@ fn the_corpus_held_out_from_the_twentieth_session_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
 }
 
-/// `twentieth/` (recorded on an H100 2026-12-06 06:27 UTC; only the first
-/// job of `twentieth.plan` fitted the device time left): a KV cache with
-/// the τ raise (15 s asked, 27.3 s served). Not silent, with this
-/// session's code or the code it began with: the caching allocator took
-/// the driver from 54.5 to 69.5 GB in two steps while the tensors were at
-/// 94–97 % of their plateau, and the driver's staircase gave a forecast
-/// 74 s after the start. No leak flag. Kept as found, a known false alarm.
+/// `twentieth/`, a tuning set (recorded on an H100 2026-12-06: job 01 at
+/// 06:27 UTC, 02–04 at 07:18–07:23 UTC): three KV caches with the τ raise
+/// and a leak beneath one. Job 01 (τ 15 s asked, 27.3 s served) alarms by
+/// forecast 74 s after the start, with this code and the code of 31fbf82:
+/// the caching allocator took the driver from 54.5 to 69.5 GB in two steps
+/// while the tensors were at 94–97 % of their plateau. Job 04 (τ 30 s)
+/// alarmed the same way 93 s after its start until a rise had to be 2 % of
+/// the GPU to start a fill anew (its cache arrives in bursts of a request's
+/// blocks) and the tensors' pace was taken across the seconds their
+/// figures stalled. The leak beneath a cache (02) holds only T−10 s; its
+/// flag comes 89 s into the growth.
 #[test]
-fn the_kv_cache_with_the_tau_raise_alarms_once_by_forecast_only() {
+fn the_kv_caches_with_the_tau_raise_alarm_once_by_forecast_only() {
     let runs = corpus("twentieth");
-    let s = Summary::of(&runs);
-    assert_eq!((s.runs, s.oom_runs, s.checkpoints), (1, 0, 0), "{s:?}");
-    assert!(s.false_alarm_runs <= 1, "{s:?}");
+    let s = scored_set("twentieth", (4, 1, 3), 1, 90.0, 1, &["kv_plateau/default"]);
     for r in &runs {
         assert!(
             r.false_alarms.iter().all(|a| a.starts_with("forecast")),
             "{r:?}"
         );
     }
+    assert!(s.false_alarm_runs <= 1, "{s:?}");
 }
 
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
