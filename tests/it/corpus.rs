@@ -465,6 +465,27 @@ fn the_kv_caches_with_the_tau_raise_alarm_once_by_forecast_only() {
     assert!(s.false_alarm_runs <= 1, "{s:?}");
 }
 
+/// `twentyfirst/` (plan written and committed 2026-12-06 07:10 UTC,
+/// fae1d1e, before session 21 changed anything; recorded on an H100
+/// 07:10–07:18 UTC), sealed until the session's analysis change was made,
+/// then scored once: 5 of 7 checkpoints (5 of 5 where the growth had run
+/// 15 s, 2 more at risk), shown by T−30 s on 2 of 3 OOM runs, leak flags
+/// within 24 s; one false alarm, the KV cache (τ 22 s asked, 26.6 s
+/// served), by forecast 48 s and flag 51 s after its start. The code of
+/// the session's start scores it the same.
+#[test]
+fn the_corpus_held_out_from_the_twenty_first_session_scores_at_least_as_it_did() {
+    let s = scored_set(
+        "twentyfirst",
+        (7, 4, 7),
+        5,
+        24.5,
+        1,
+        &["kv_plateau/default"],
+    );
+    assert!(s.shown_by_30 >= 2 && s.settled_held >= 5, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
