@@ -149,11 +149,16 @@ impl Forecast {
         self
     }
 
-    /// "~2m10s (1m50s–2m40s)"; "~2m10s (1m50s–?)" when open-ended.
+    /// "~2m10s (1m50s–2m40s)"; "~2m10s (1m50s–?)" when open-ended; "≤44s"
+    /// where the estimate rounds to nought (as the screen says it:
+    /// `app::Eta::describe`).
     pub fn label(&self) -> String {
         let d = |s: f64| duration_short(s.max(0.0).round() as u64);
-        let hi = self.high_s.map_or_else(|| "?".to_owned(), d);
-        format!("~{} ({}–{})", d(self.eta_s), d(self.low_s), hi)
+        match self.high_s {
+            Some(h) if self.eta_s.round() <= 0.0 => format!("≤{}", d(h)),
+            Some(h) => format!("~{} ({}–{})", d(self.eta_s), d(self.low_s), d(h)),
+            None => format!("~{} ({}–?)", d(self.eta_s), d(self.low_s)),
+        }
     }
 }
 

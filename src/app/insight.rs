@@ -22,7 +22,8 @@ pub struct Eta {
 }
 
 impl Eta {
-    /// "~2m10s (1m50s–2m20s)", or "~2m10s (≥1m50s)" when it may not fill.
+    /// "~2m10s (1m50s–2m20s)", or "~2m10s (≥1m50s)" when it may not fill;
+    /// "≤44s" where the estimate rounds to nought.
     /// Rounded to a step that grows with the time (1 s under a minute, 10 s
     /// under ten, then minutes), as precise as a forecast is, and steady on
     /// screen.
@@ -40,11 +41,15 @@ impl Eta {
             }
         };
         let r = |s: f64, f: fn(f64) -> f64| (f(s / step(s)) * step(s)) as u64;
-        let eta = d(r(self.eta_s, f64::round));
+        let eta = r(self.eta_s, f64::round);
         let low = d(r(self.low_s, f64::floor));
         match self.high_s {
-            Some(h) => format!("~{eta} ({low}–{})", d(r(h, f64::ceil))),
-            None => format!("~{eta} (≥{low})"),
+            // "~0s" would read as "now" for a job that may run on for its
+            // whole range (the next transient on top may not fit, or the
+            // baseline reach the top at the slow end): the range's end.
+            Some(h) if eta == 0 => format!("≤{}", d(r(h, f64::ceil))),
+            Some(h) => format!("~{} ({low}–{})", d(eta), d(r(h, f64::ceil))),
+            None => format!("~{} (≥{low})", d(eta)),
         }
     }
 
