@@ -147,6 +147,7 @@ impl History {
                         .as_ref()
                         .and_then(|t| t.devices.first())
                         .map(|d| d.reserved),
+                    torch: p.torch.clone(),
                 };
                 let series = self.procs.entry(id).or_insert_with(|| ProcSeries {
                     id,
@@ -161,6 +162,15 @@ impl History {
                 });
                 if p.torch.is_some() {
                     series.torch = p.torch.clone();
+                }
+                // The same publish as the last point's: one copy (a
+                // recording read back gives each snapshot its own).
+                let mut point = point;
+                if let (Some(new), Some(Some(last))) = (&point.torch, series.points.back())
+                    && let Some(old) = &last.torch
+                    && (old.seq, old.t_ms) == (new.seq, new.t_ms)
+                {
+                    point.torch = Some(old.clone());
                 }
                 series.facts.fill_missing(p);
                 // Pad the slots it was not listed in since last time.

@@ -17,7 +17,7 @@ use crate::model::{GpuState, Millis, ProcId, Snapshot};
 const CONTEXT_STARTED: u64 = 64 << 20;
 
 /// The analysis of a snapshot stream.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Analyzer {
     cfg: AnalysisConfig,
     gpus: BTreeMap<u32, GpuTrack>,

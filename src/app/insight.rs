@@ -9,8 +9,15 @@ use crate::history::History;
 use crate::model::Millis;
 use crate::pipeline::Analyzed;
 
-/// Slots re-analysed before the position when a replay moves backwards.
+/// Slots analysed before the position where a replay's analysis starts
+/// afresh (no mark at or before it: a jump back past the marks kept, or a
+/// reloaded window).
 const ANALYSIS_CONTEXT: u64 = 60;
+/// A copy of the analyzer is kept every this many slots analysed ...
+const MARK_EVERY: u64 = 30;
+/// ... the newest this many (ten minutes of a 1 s recording; on the
+/// simulated 8 GPUs × 300 processes, 1.6 MB each).
+const MARKS_KEPT: usize = 20;
 
 /// A forecast as shown: seconds from the time on screen.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -122,7 +129,42 @@ pub(crate) enum Insight {
         analyzer: Box<Analyzer>,
         assessment: Assessment,
         analyzed_to: Option<Millis>,
+        marks: Marks,
     },
+}
+
+/// Copies of a replay's analyzer as it was at slots it went through, so
+/// that a step back shows what the pass forward showed there (started
+/// afresh a minute before, the rate and the forecast's range could differ:
+/// `twentieth/02` at its last samples).
+#[derive(Default)]
+pub(crate) struct Marks {
+    /// By slot: the analyzer once it had observed that slot.
+    kept: std::collections::BTreeMap<u64, Box<Analyzer>>,
+}
+
+impl Marks {
+    /// Keeps a copy of `analyzer`, which has just observed `slot`, if
+    /// `slot` is one to mark.
+    fn offer(&mut self, slot: u64, analyzer: &Analyzer, history: &History) {
+        if !slot.is_multiple_of(MARK_EVERY) {
+            return;
+        }
+        self.kept.insert(slot, Box::new(analyzer.clone()));
+        // Not past what History still holds after them.
+        let first = history.first_slot();
+        self.kept.retain(|at, _| at + 1 >= first);
+        while self.kept.len() > MARKS_KEPT {
+            self.kept.pop_first();
+        }
+    }
+
+    /// The newest mark at or before `slot` from which `history` still holds
+    /// every snapshot after it: (its slot, a copy of its analyzer).
+    fn before(&self, slot: u64, history: &History) -> Option<(u64, Box<Analyzer>)> {
+        let (&at, a) = self.kept.range(..=slot).next_back()?;
+        (at + 1 >= history.first_slot()).then(|| (at, a.clone()))
+    }
 }
 
 impl Insight {
@@ -131,6 +173,7 @@ impl Insight {
             analyzer: Box::new(Analyzer::new(cfg)),
             assessment: Assessment::default(),
             analyzed_to: None,
+            marks: Marks::default(),
         }
     }
 
@@ -158,18 +201,24 @@ impl Insight {
 
     /// Forgets where a replay's analysis was (History was reloaded).
     pub(crate) fn invalidate(&mut self) {
-        if let Insight::Replay { analyzed_to, .. } = self {
+        if let Insight::Replay {
+            analyzed_to, marks, ..
+        } = self
+        {
             *analyzed_to = None;
+            *marks = Marks::default();
         }
     }
 
     /// Brings a replay's analysis to `slot` of `history`: forward from
-    /// where it was, or afresh over the loaded window before it.
+    /// where it was, else from the newest mark before it, else afresh over
+    /// the loaded window before it.
     pub(crate) fn sync(&mut self, history: &History, slot: u64) {
         let Insight::Replay {
             analyzer,
             assessment,
             analyzed_to,
+            marks,
         } = self
         else {
             return;
@@ -182,6 +231,10 @@ impl Insight {
         }
         let from = match analyzed_to.and_then(|a| history.slot_at_time(a)) {
             Some(done) if *analyzed_to < Some(t) && done >= history.first_slot() => done + 1,
+            _ if let Some((at, a)) = marks.before(slot, history) => {
+                *analyzer = a;
+                at + 1
+            }
             _ => {
                 // Afresh: a minute before the slot is enough for the rate
                 // window (30 s) and a leak flag (20 s), and keeps stepping
@@ -195,6 +248,7 @@ impl Insight {
             if let Some(snap) = history.snapshot_at(s) {
                 // A replay's alerts are the recording's own events.
                 let _ = analyzer.observe(&snap);
+                marks.offer(s, analyzer, history);
             }
         }
         *assessment = analyzer.assessment(t);

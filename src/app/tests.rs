@@ -519,3 +519,62 @@ fn enter_on_a_process_event_selects_the_process() {
     }
     assert!(not_on_top > 0, "no event's process was below the top row");
 }
+
+#[test]
+fn a_step_back_in_a_replay_shows_what_the_pass_forward_showed_there() {
+    // History gave every slot the newest allocator figures (a later
+    // `allocated_peak`, a publish at every slot), so a replayed moment was
+    // analysed with figures from after it: `twentieth/02` (a leak beneath
+    // a KV cache) at T−18 s read "~17s (12s–40s)" stepped back to and
+    // "≤35s" played to.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/fixtures/corpus/twentieth/02-gpu0-kv_plateau-leak-tau20-s1.3-seed22.jsonl.zst",
+    );
+    let rec = crate::record::Recording::open(&path).unwrap();
+    let system = rec.system();
+    let snaps: Vec<_> = rec.iter().filter_map(Result::ok).collect();
+    let n = snaps.len() as u64;
+    let mut app = App::replaying_from(
+        fixture::settings(Config::default(), system),
+        Box::new(VecTimeline(snaps)),
+    );
+    let mut forward = Vec::new();
+    for _ in 1..n {
+        key(&mut app, KeyCode::Right);
+        forward.push((app.shown_ms(), app.gpu_insight(0)));
+    }
+    assert!(
+        forward
+            .iter()
+            .any(|(_, g)| g.as_ref().is_some_and(|g| g.full_in.is_some())),
+        "a forecast to compare"
+    );
+    for (t, seen) in forward.iter().rev().skip(1) {
+        key(&mut app, KeyCode::Left);
+        assert_eq!(app.shown_ms(), *t);
+        assert_eq!(&app.gpu_insight(0), seen, "at {t}");
+    }
+}
+
+#[test]
+fn a_slot_of_history_is_rebuilt_the_same_after_later_samples() {
+    // Its allocator figures included (they were the newest publish's).
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/fixtures/corpus/twentieth/02-gpu0-kv_plateau-leak-tau20-s1.3-seed22.jsonl.zst",
+    );
+    let rec = crate::record::Recording::open(&path).unwrap();
+    let mut h = History::new(3600, 1000, 60_000);
+    let mut then = Vec::new();
+    for s in rec.iter().filter_map(Result::ok) {
+        h.push(&s);
+        let slot = h.slot_at_time(s.t_ms).unwrap();
+        then.push((slot, h.snapshot_at(slot)));
+    }
+    assert!(
+        then.iter()
+            .any(|(_, s)| s.iter().any(|s| s.procs.iter().any(|p| p.torch.is_some())))
+    );
+    for (slot, was) in &then {
+        assert_eq!(&h.snapshot_at(*slot), was, "slot {slot}");
+    }
+}

@@ -8,7 +8,7 @@ use super::History;
 use crate::model::{Millis, ProcId, ProcKind, ProcSample};
 
 /// What changes per slot for a process.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ProcPoint {
     pub mem: Option<u64>,
     pub mem_peak: Option<u64>,
@@ -21,6 +21,10 @@ pub struct ProcPoint {
     /// PyTorch allocator: bytes held by tensors, and reserved from the driver.
     pub torch_allocated: Option<u64>,
     pub torch_reserved: Option<u64>,
+    /// The allocator figures the sample carried, as published (shared with
+    /// the slots before while the publish is the same): a paused or
+    /// replayed analysis sees what the live one saw then, not the newest.
+    pub torch: Option<Arc<crate::model::alloc::AllocStats>>,
 }
 
 /// What does not change for a process.

@@ -37,18 +37,10 @@ impl History {
                     ns_pid: s.facts.ns_pid,
                     cpu_pct: p.cpu_pct,
                     rss: p.rss,
-                    torch: p.torch_reserved.and(s.torch.as_deref()).map(|newest| {
-                        // The slot's own figures, published at the slot (the
-                        // analysis feeds a publish once, by its number).
-                        let mut st = newest.clone();
-                        st.t_ms = t_ms;
-                        st.seq = slot;
-                        if let Some(d) = st.devices.first_mut() {
-                            d.allocated = p.torch_allocated.unwrap_or(d.allocated);
-                            d.reserved = p.torch_reserved.unwrap_or(d.reserved);
-                        }
-                        std::sync::Arc::new(st)
-                    }),
+                    // As sampled then (the newest figures would be a
+                    // look ahead: a replay's demand forecast used a later
+                    // `allocated_peak`, its tensors a publish every slot).
+                    torch: p.torch.clone(),
                     container_name: s.facts.container_name.clone(),
                     pod: s.facts.pod.clone(),
                     namespace: s.facts.namespace.clone(),

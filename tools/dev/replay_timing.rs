@@ -58,4 +58,23 @@ fn main() {
         crossterm::event::KeyModifiers::NONE,
     )));
     println!("step back: {:?}", t.elapsed());
+    // From the start, 600 steps forward (the analysis keeps a copy of
+    // itself every 30), then 60 back.
+    let key = |app: &mut vramwatch::app::App, code| {
+        app.update(Event::Key(crossterm::event::KeyEvent::new(
+            code,
+            crossterm::event::KeyModifiers::NONE,
+        )));
+    };
+    key(&mut app, crossterm::event::KeyCode::Home);
+    let t = Instant::now();
+    for _ in 0..600 {
+        key(&mut app, crossterm::event::KeyCode::Right);
+    }
+    println!("600 steps forward: {:?} each", t.elapsed() / 600);
+    let t = Instant::now();
+    for _ in 0..60 {
+        key(&mut app, crossterm::event::KeyCode::Left);
+    }
+    println!("60 steps back: {:?} each", t.elapsed() / 60);
 }

@@ -17,7 +17,7 @@ use crate::model::Millis;
 /// an evaluation pass), they come back as they were: `fifteenth/02`'s
 /// leak, on an H100 where its validation spike was 17 % of the GPU, was
 /// never flagged, its detector started again at each validation.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct BeforeRise {
     pub(super) leak: LeakDetector,
     tensors: TensorLeak,

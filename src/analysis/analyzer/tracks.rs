@@ -17,7 +17,7 @@ use crate::analysis::tensors::TensorLeak;
 use crate::analysis::{AnalysisConfig, GpuAssessment, Phase, ProcAssessment, Rate};
 use crate::model::{GpuSample, MemInfo, Millis, ProcSample};
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct GpuTrack {
     pub(super) series: Series,
     pub(super) envelope: Envelope,
@@ -92,7 +92,7 @@ impl GpuTrack {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct ProcTrack {
     pub(super) series: Series,
     pub(super) leak: LeakDetector,
