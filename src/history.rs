@@ -137,16 +137,6 @@ impl History {
                     dec_util: p.dec_util,
                     cpu_pct: p.cpu_pct,
                     rss: p.rss,
-                    torch_allocated: p
-                        .torch
-                        .as_ref()
-                        .and_then(|t| t.devices.first())
-                        .map(|d| d.allocated),
-                    torch_reserved: p
-                        .torch
-                        .as_ref()
-                        .and_then(|t| t.devices.first())
-                        .map(|d| d.reserved),
                     torch: p.torch.clone(),
                 };
                 let series = self.procs.entry(id).or_insert_with(|| ProcSeries {

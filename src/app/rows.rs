@@ -280,8 +280,8 @@ fn compare(a: &Row, b: &Row, column: Column) -> Ordering {
         Column::Trend => cmp_opt(a.rate, b.rate),
         Column::Peak => cmp_opt(a.peak.map(|p| p.0), b.peak.map(|p| p.0)),
         Column::Alloc => cmp_opt(
-            a.last.and_then(|p| p.torch_allocated),
-            b.last.and_then(|p| p.torch_allocated),
+            a.last.and_then(ProcPoint::torch_allocated),
+            b.last.and_then(ProcPoint::torch_allocated),
         ),
         Column::Sm => cmp_opt(
             a.last.and_then(|p| p.sm_util),

@@ -18,13 +18,22 @@ pub struct ProcPoint {
     pub dec_util: Option<u32>,
     pub cpu_pct: Option<f32>,
     pub rss: Option<u64>,
-    /// PyTorch allocator: bytes held by tensors, and reserved from the driver.
-    pub torch_allocated: Option<u64>,
-    pub torch_reserved: Option<u64>,
     /// The allocator figures the sample carried, as published (shared with
     /// the slots before while the publish is the same): a paused or
     /// replayed analysis sees what the live one saw then, not the newest.
     pub torch: Option<Arc<crate::model::alloc::AllocStats>>,
+}
+
+impl ProcPoint {
+    /// PyTorch allocator: bytes held by tensors.
+    pub fn torch_allocated(&self) -> Option<u64> {
+        self.torch.as_ref()?.devices.first().map(|d| d.allocated)
+    }
+
+    /// PyTorch allocator: bytes reserved from the driver.
+    pub fn torch_reserved(&self) -> Option<u64> {
+        self.torch.as_ref()?.devices.first().map(|d| d.reserved)
+    }
 }
 
 /// What does not change for a process.

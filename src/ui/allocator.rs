@@ -27,10 +27,10 @@ impl Widget for &AllocatorChart<'_> {
         let span = (area.width as u64 * 2).max(60);
         let gib = |b: u64| b as f64 / GIB as f64;
         let reserved = window_points(app, self.series, self.slot, span, |p| {
-            p.torch_reserved.map(gib)
+            p.torch_reserved().map(gib)
         });
         let allocated = window_points(app, self.series, self.slot, span, |p| {
-            p.torch_allocated.map(gib)
+            p.torch_allocated().map(gib)
         });
         let span_s = reserved.first().map_or(60.0, |p| -p.0).max(10.0);
         let label = |v: f64| format!("{v:.1}G");
