@@ -35,6 +35,19 @@ pub enum Expect {
     NoAlarm,
 }
 
+/// How the workload ended, as its truth file says (`outcome`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Completed,
+    Oom,
+    /// It grew towards an OOM but its time ran out first (exit 4): the
+    /// growth is real, the OOM time unknown (after the end, if ever).
+    NoOomBeforeDeadline,
+    #[serde(other)]
+    Other,
+}
+
 /// A workload's ground truth (the fields the scorer uses; the file has
 /// more).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,6 +73,12 @@ pub struct Truth {
     #[serde(default)]
     pub oom_pid: Option<u32>,
     pub expect: Expect,
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
+    /// When the workload ended (the last moment a run without an OOM is
+    /// known to have had none).
+    #[serde(default)]
+    pub end_unix_ms: Option<Millis>,
 }
 
 /// Why a truth file cannot be used.
@@ -77,7 +96,9 @@ pub enum TruthError {
         column: usize,
         message: String,
     },
-    #[error("{path}: expects an OOM but has no oom_unix_ms")]
+    #[error(
+        "{path}: expects an OOM but has no oom_unix_ms (and its outcome is not \"no_oom_before_deadline\")"
+    )]
     NoOomTime { path: String },
     #[error("{path}: {message}")]
     Times { path: String, message: String },
@@ -111,7 +132,7 @@ impl Truth {
             column: e.column(),
             message: crate::sanitize::clean_capped(&e.to_string(), 200),
         })?;
-        if t.expect == Expect::Oom && t.oom_unix_ms.is_none() {
+        if t.expect == Expect::Oom && t.oom_unix_ms.is_none() && !t.unreached() {
             return Err(TruthError::NoOomTime { path: shown });
         }
         t.times_in_order().map_err(|message| TruthError::Times {
@@ -119,6 +140,13 @@ impl Truth {
             message,
         })?;
         Ok(t)
+    }
+
+    /// An OOM was expected but the workload's time ran out first.
+    pub fn unreached(&self) -> bool {
+        self.expect == Expect::Oom
+            && self.oom_unix_ms.is_none()
+            && self.outcome == Some(Outcome::NoOomBeforeDeadline)
     }
 
     /// The start, the growth's start and the OOM in that order, and the
@@ -227,8 +255,21 @@ pub struct RunScore {
     pub leak_flag_after_growth_s: Option<f64>,
     /// What a run that must not alarm did anyway.
     pub false_alarms: Vec<String>,
+    /// On a run whose OOM did not come before its end
+    /// ([`Truth::unreached`]): the first forecast whose whole range passed
+    /// before the end with no OOM (a forecast known wrong), if any.
+    pub unreached: Option<Unreached>,
     /// Snapshots of the run that were analysed.
     pub snapshots: u64,
+}
+
+/// A run that grew towards an OOM that had not come when it ended.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Unreached {
+    /// Seconds from the start of the growth to the end of the run.
+    pub growth_to_end_s: Option<f64>,
+    /// The first forecast whose latest end came before the run's end.
+    pub range_passed: Option<String>,
 }
 
 impl RunScore {
@@ -261,6 +302,8 @@ pub fn score_run(
     let mut first_forecast: Option<Millis> = None;
     let mut leak_at: Option<Millis> = None;
     let mut false_alarms = Vec::new();
+    let unreached_end = truth.unreached().then_some(truth.end_unix_ms).flatten();
+    let mut range_passed: Option<String> = None;
     let mut n = 0u64;
     for snap in snapshots {
         let t = snap.t_ms;
@@ -281,6 +324,18 @@ pub fn score_run(
         }
         if let Some(f) = forecast {
             first_forecast.get_or_insert(t);
+            if let Some(end) = unreached_end
+                && range_passed.is_none()
+                && let (_, Some(hi)) = f.range_ms()
+                && hi < end
+            {
+                range_passed = Some(format!(
+                    "forecast {} shown {} s after the start: its range closed {} s before the end with no OOM",
+                    f.label(),
+                    t.saturating_sub(truth.start_unix_ms) / 1000,
+                    (end - hi) / 1000
+                ));
+            }
             let left = f.eta_s - t.saturating_sub(f.made_ms) as f64 / 1000.0;
             if truth.expect == Expect::NoAlarm
                 && left < FALSE_ALARM_BELOW_S
@@ -351,6 +406,10 @@ pub fn score_run(
         }),
         leak_flag_after_growth_s: leak_at.map(|l| secs(l, growth.unwrap_or(truth.start_unix_ms))),
         false_alarms,
+        unreached: truth.unreached().then(|| Unreached {
+            growth_to_end_s: unreached_end.zip(growth).map(|(e, g)| secs(e, g)),
+            range_passed,
+        }),
         snapshots: n,
     }
 }
@@ -381,6 +440,12 @@ pub struct Summary {
     pub never_flagged: usize,
     pub no_alarm_runs: usize,
     pub false_alarm_runs: usize,
+    /// Runs that grew towards an OOM that had not come by their end
+    /// (not in `oom_runs`), those flagged as leaking, and those with a
+    /// forecast whose whole range passed before the end.
+    pub unreached_runs: usize,
+    pub unreached_flagged: usize,
+    pub unreached_range_passed: usize,
     /// The median width (latest − earliest end) of the ranges that held,
     /// as a share of the time then left: what a range costs (a range can
     /// always be made to hold by widening it).
@@ -403,6 +468,15 @@ impl Summary {
                 Expect::NoAlarm => {
                     s.no_alarm_runs += 1;
                     s.false_alarm_runs += usize::from(!r.false_alarms.is_empty());
+                }
+                Expect::Oom if r.unreached.is_some() => {
+                    s.unreached_runs += 1;
+                    s.unreached_flagged += usize::from(r.leak_flag_after_growth_s.is_some());
+                    s.unreached_range_passed += usize::from(
+                        r.unreached
+                            .as_ref()
+                            .is_some_and(|u| u.range_passed.is_some()),
+                    );
                 }
                 Expect::Oom => {
                     s.oom_runs += 1;
@@ -441,92 +515,8 @@ impl Summary {
     }
 }
 
-/// The markdown table of `runs` and a line of totals, as docs/analysis.md
-/// holds it.
-pub fn markdown(runs: &[RunScore]) -> String {
-    let mut out = String::from(
-        "| run | expect | growth→OOM | T−120 s | T−60 s | T−30 s | T−10 s | first forecast | leak flag | false alarms |\n\
-         | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
-    );
-    let dur = |s: f64| crate::model::units::duration_short(s.max(0.0).round() as u64);
-    for r in runs {
-        let cells: Vec<String> = r
-            .checkpoints
-            .iter()
-            .map(|c| match (r.expect, c.counts, c.shown) {
-                (Expect::NoAlarm, _, _) => "—".into(),
-                (_, false, _) => "(before growth)".into(),
-                (_, true, None) if c.at_risk => "at risk ⚠".into(),
-                (_, true, None) => "none ✗".into(),
-                (_, true, Some(s)) => format!(
-                    "{} ({}–{}) {}",
-                    dur(s.eta_s),
-                    dur(s.low_s),
-                    s.high_s.map_or("?".into(), dur),
-                    if s.held { "✓" } else { "✗" }
-                ),
-            })
-            .collect();
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            r.label.replace('|', "/"),
-            match r.expect {
-                Expect::Oom => "OOM",
-                Expect::NoAlarm => "no alarm",
-            },
-            r.growth_to_oom_s.map_or("—".into(), dur),
-            cells[0],
-            cells[1],
-            cells[2],
-            cells[3],
-            r.first_forecast_before_oom_s
-                .map_or("none".into(), |s| match r.expect {
-                    Expect::Oom => format!("T−{}", dur(s)),
-                    Expect::NoAlarm => format!("+{}", dur(s)),
-                }),
-            r.leak_flag_after_growth_s
-                .map_or("none".into(), |s| format!("+{}", dur(s))),
-            if r.false_alarms.is_empty() {
-                "0".into()
-            } else {
-                r.false_alarms.join("; ").replace('|', "/")
-            },
-        ));
-    }
-    let s = Summary::of(runs);
-    out.push_str(&format!(
-        "\n{} ({} OOM, {} must not alarm). Forecast held the OOM at {} of {} checkpoints T−60/−30/−10 s ({}; the ranges that held {}; where the growth had run {} or more: {} of {}, {}); at {} more the GPU was shown at risk instead; shown by T−30 s on {} of {} OOM runs; leak flag at most {} after growth began ({} never flagged); false alarms on {} of {} runs that must not alarm.\n",
-        crate::model::units::plural(s.runs as u64, "run", "runs"),
-        s.oom_runs,
-        s.no_alarm_runs,
-        s.held,
-        s.checkpoints,
-        pct(s.held, s.checkpoints),
-        s.held_width.map_or("—".into(), |w| format!(
-            "{w:.2}× the time left wide, median"
-        )),
-        dur(SETTLED_GROWTH_S),
-        s.settled_held,
-        s.settled_checkpoints,
-        pct(s.settled_held, s.settled_checkpoints),
-        s.at_risk_only,
-        s.shown_by_30,
-        s.could_show_by_30,
-        s.slowest_leak_flag_s.map_or("—".into(), dur),
-        crate::model::units::plural(s.never_flagged as u64, "OOM run", "OOM runs"),
-        s.false_alarm_runs,
-        s.no_alarm_runs,
-    ));
-    out
-}
-
-fn pct(a: usize, b: usize) -> String {
-    if b == 0 {
-        "—".into()
-    } else {
-        format!("{:.0}%", a as f64 * 100.0 / b as f64)
-    }
-}
+mod table;
+pub use table::markdown;
 
 #[cfg(test)]
 mod tests;

@@ -486,6 +486,31 @@ fn the_corpus_held_out_from_the_twenty_first_session_scores_at_least_as_it_did()
     assert!(s.shown_by_30 >= 2 && s.settled_held >= 5, "{s:?}");
 }
 
+/// `twentysecond/` (plan written 2026-12-06 08:54 UTC, 2894662, after
+/// session 21's analysis change; recorded on an H100 with 62729f1 and kept
+/// sealed), scored once at the start of session 22 before any change:
+/// 1 of 3 checkpoints (vision_leak's T−10 s; two_proc's T−30 and T−10 s
+/// missed, T−10 s at risk), leak flag 20.5 s into two_proc's growth,
+/// vision_leak ×0.8 (29 s of growth) never flagged; false alarms on both
+/// runs that must not alarm: the KV cache (τ 25 s) by forecast 41 s and
+/// healthy_train ×0.85's warm-up by forecast 15 s after the start. The
+/// leak beneath a cache ×1.2 had no OOM before its end (122 s of growth):
+/// flagged 99 s in, first forecast 52 s in, no range that passed.
+#[test]
+fn the_corpus_held_out_from_the_twenty_second_session_scores_at_least_as_it_did() {
+    let s = scored_set(
+        "twentysecond",
+        (5, 2, 3),
+        1,
+        21.0,
+        2,
+        &["kv_plateau/default", "healthy_train"],
+    );
+    assert!(s.shown_by_30 >= 1 && s.settled_held >= 1, "{s:?}");
+    assert_eq!((s.unreached_runs, s.unreached_flagged), (1, 1), "{s:?}");
+    assert_eq!(s.unreached_range_passed, 0, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.

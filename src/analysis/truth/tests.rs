@@ -52,6 +52,8 @@ fn truth(expect: Expect, growth_s: Option<u64>, oom_s: Option<u64>) -> Truth {
         oom_unix_ms: oom_s.map(|s| T0 + s * 1000),
         oom_pid: oom_s.map(|_| 7),
         expect,
+        outcome: None,
+        end_unix_ms: None,
     }
 }
 
@@ -221,4 +223,76 @@ fn a_checkpoint_early_in_the_growth_is_not_settled() {
     assert_eq!(s.checkpoints, 1, "{r:?}");
     assert_eq!((s.settled_checkpoints, s.settled_held), (0, 0), "{r:?}");
     assert!(markdown(&[r]).contains("15s or more: 0 of 0, —"));
+}
+
+#[test]
+fn a_run_whose_oom_did_not_come_by_its_end_is_scored_apart() {
+    // 10 GiB, then 1 GiB/s from 10 s to 80 GiB at 80 s, then flat; the
+    // workload expected an OOM but its time ran out at 200 s.
+    let used = |s: u64| 10 * GIB + s.clamp(10, 80).saturating_sub(10) * GIB;
+    let mut t = truth(Expect::Oom, Some(10), None);
+    t.outcome = Some(Outcome::NoOomBeforeDeadline);
+    t.end_unix_ms = Some(T0 + 200_000);
+    assert!(t.unreached());
+    let r = score_run("stall", &t, 0, &AnalysisConfig::default(), run(200, used));
+    let u = r.unreached.clone().expect("scored as unreached");
+    assert_eq!(u.growth_to_end_s, Some(190.0));
+    // A forecast was shown while it grew, and its range closed long
+    // before the end: known wrong.
+    assert!(r.first_forecast_before_oom_s.is_some(), "{r:?}");
+    assert!(
+        u.range_passed
+            .as_deref()
+            .is_some_and(|p| p.contains("with no OOM")),
+        "{u:?}"
+    );
+    assert!(r.checkpoints.iter().all(|c| !c.counts));
+    assert!(r.leak_flag_after_growth_s.is_some(), "{r:?}");
+    let s = Summary::of(std::slice::from_ref(&r));
+    assert_eq!((s.oom_runs, s.checkpoints, s.never_flagged), (0, 0, 0));
+    assert_eq!(
+        (
+            s.unreached_runs,
+            s.unreached_flagged,
+            s.unreached_range_passed
+        ),
+        (1, 1, 1)
+    );
+    let md = markdown(&[r]);
+    assert!(md.contains("| no OOM by the end (+3m10s) |"), "{md}");
+    assert!(
+        md.contains("1 run grew towards an OOM that had not come by the end"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_truth_that_expects_an_oom_needs_its_time_or_an_outcome_that_explains() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, extra: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(
+            &p,
+            format!(r#"{{"workload":"w","start_unix_ms":1000,"expect":"oom"{extra}}}"#),
+        )
+        .unwrap();
+        p
+    };
+    let err = Truth::read(&write("a.json", "")).unwrap_err().to_string();
+    assert!(
+        err.contains("a.json") && err.contains("no oom_unix_ms"),
+        "{err}"
+    );
+    let t = Truth::read(&write(
+        "b.json",
+        r#","outcome":"no_oom_before_deadline","end_unix_ms":9000"#,
+    ))
+    .unwrap();
+    assert!(t.unreached());
+    // An outcome this version does not know reads, but does not excuse a
+    // missing OOM time.
+    let err = Truth::read(&write("c.json", r#","outcome":"exploded""#))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("c.json"), "{err}");
 }
