@@ -406,10 +406,12 @@ fn the_corpus_held_out_from_the_spike_rule_scores_at_least_as_it_did() {
 /// τ 25 s, `healthy_train` ×0.85 and `dataset_load` ×1.2 silent); leak
 /// flags 20 s after the growth began, `curriculum/seqlen` never flagged.
 /// The levelling's flat-start rule (made before this set was recorded)
-/// prints the same table.
+/// prints the same table. Since session 22 (the driver's latest end kept
+/// beside the demand's at risk) 7 of 8: `eval_spike/empty_cache`'s T−10 s
+/// reads "0s (0s–30s)".
 #[test]
 fn the_corpus_held_out_from_the_levelling_rules_scores_at_least_as_it_did() {
-    let s = scored_set("seventeenth", (7, 4, 8), 6, 20.5, 0, &[]);
+    let s = scored_set("seventeenth", (7, 4, 8), 7, 20.5, 0, &[]);
     assert!(s.shown_by_30 >= 4 && s.settled_held >= 3, "{s:?}");
 }
 
@@ -435,9 +437,11 @@ fn the_leak_beneath_a_cache_is_forecast_and_flagged() {
 /// checkpoints, 5 of 6 where the growth had run 15 s, shown by T−30 s on 3
 /// of 4 OOM runs, leak flags within 24 s, no false alarm (the first KV
 /// cache recorded with the τ raise, and `healthy_train` ×0.7, silent).
+/// Since session 22 (the driver's latest end kept beside the demand's at
+/// risk) 7 of 8.
 #[test]
 fn the_corpus_held_out_from_the_twentieth_session_scores_at_least_as_it_did() {
-    let s = scored_set("nineteenth", (6, 4, 8), 6, 24.5, 0, &[]);
+    let s = scored_set("nineteenth", (6, 4, 8), 7, 24.5, 0, &[]);
     assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
 }
 
@@ -495,13 +499,15 @@ fn the_corpus_held_out_from_the_twenty_first_session_scores_at_least_as_it_did()
 /// runs that must not alarm: the KV cache (τ 25 s) by forecast 41 s and
 /// healthy_train ×0.85's warm-up by forecast 15 s after the start. The
 /// leak beneath a cache ×1.2 had no OOM before its end (122 s of growth):
-/// flagged 99 s in, first forecast 52 s in, no range that passed.
+/// flagged 99 s in, first forecast 52 s in, no range that passed. Then
+/// tuned on: with the driver's latest end kept when the demand's forecast
+/// is shown at risk, two_proc's T−10 s holds too (2 of 3).
 #[test]
 fn the_corpus_held_out_from_the_twenty_second_session_scores_at_least_as_it_did() {
     let s = scored_set(
         "twentysecond",
         (5, 2, 3),
-        1,
+        2,
         21.0,
         2,
         &["kv_plateau/default", "healthy_train"],
