@@ -366,6 +366,7 @@ pub fn assemble_detail(
             "DCGM_FI_DEV_POWER_USAGE" => g.power_w = v,
             "vramwatch_gpu_memory_growth_bytes_per_second" => g.growth_bps = v,
             "vramwatch_gpu_memory_seconds_to_full" => g.full_in_s = v,
+            "vramwatch_gpu_memory_seconds_to_full_high" => g.full_in_high_s = v,
             _ => {}
         }
     }

@@ -99,6 +99,8 @@ pub struct GpuRow {
     pub power_w: Option<f64>,
     pub growth_bps: Option<f64>,
     pub full_in_s: Option<f64>,
+    /// The forecast's latest end, seconds.
+    pub full_in_high_s: Option<f64>,
     /// Memory in use, % of total, over the last ten minutes (oldest
     /// first; `None`: no sample).
     pub mem_history: Vec<Option<f64>>,

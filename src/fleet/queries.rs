@@ -349,6 +349,7 @@ impl Queries {
                 "DCGM_FI_DEV_POWER_USAGE",
                 "vramwatch_gpu_memory_growth_bytes_per_second",
                 "vramwatch_gpu_memory_seconds_to_full",
+                "vramwatch_gpu_memory_seconds_to_full_high",
             ],
             extra,
         ))

@@ -240,9 +240,15 @@ fn gpu_cell(app: &FleetApp, g: &GpuRow, c: GpuCol) -> (String, Style) {
             Some(p) => (format!("{p:.0}W"), t.text),
             None => blank(),
         },
-        GpuCol::FullIn => match g.full_in_s {
-            Some(s) => (duration_short(s.max(0.0).round() as u64), t.crit),
-            None => blank(),
+        GpuCol::FullIn => match (g.full_in_s, g.full_in_high_s) {
+            // At risk the central estimate is "now": the range's end, as
+            // the dashboard says it (`Eta::describe`).
+            (Some(s), Some(h)) if s.round() <= 0.0 => (
+                format!("≤{}", duration_short(h.max(0.0).ceil() as u64)),
+                t.crit,
+            ),
+            (Some(s), _) => (duration_short(s.max(0.0).round() as u64), t.crit),
+            (None, _) => blank(),
         },
         GpuCol::Memory | GpuCol::MemHistory | GpuCol::UtilHistory => blank(),
     }

@@ -108,7 +108,17 @@ fn fixed_detail() -> HostDetail {
         temp_c: Some(61.0),
         power_w: Some(540.0),
         growth_bps: (i == 3).then_some(48.0 * MIB as f64),
-        full_in_s: (i == 3).then_some(190.0),
+        // GPU 3 growing, full in ~3m10s; GPU 2 at risk: "≤44s".
+        full_in_s: match i {
+            3 => Some(190.0),
+            2 => Some(0.0),
+            _ => None,
+        },
+        full_in_high_s: match i {
+            3 => Some(250.0),
+            2 => Some(44.0),
+            _ => None,
+        },
         mem_history: (0..61).map(|k| Some((k as f64).min(90.0))).collect(),
         util_history: (0..61).map(|k| Some((k % 10) as f64 * 10.0)).collect(),
     };
