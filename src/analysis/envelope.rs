@@ -24,8 +24,11 @@
 //! - **excursion**: the largest amount by which a reading (fast-lane peaks
 //!   included) rose above that line: the transient to expect again;
 //! - **allocation**: the largest rise between two consecutive samples in
-//!   the newer half of the regime (the older half may still hold the tail
-//!   of the fill), spikes included: what the next allocation may ask for;
+//!   the last three quarters of the regime (the first quarter may still
+//!   hold the tail of the fill), spikes included: what the next allocation
+//!   may ask for (over the newer half alone, an evaluation pass every 10 s
+//!   left it between passes: `twentysecond/05`'s earliest end jumped from
+//!   22 to 33 s 30 s before the OOM);
 //! - **stair**: the largest rise of the regime's lower envelope (each
 //!   reading replaced by the lowest from it on) in the newer half: a step
 //!   of the growth that stays, not a transient that falls back. The rate's
@@ -459,19 +462,24 @@ impl Envelope {
             .iter()
             .map(|q| q.peak - line(q))
             .fold(0.0, f64::max);
-        // Two step sizes, both from the newer half of the regime (the older
-        // half may hold the tail of the fill that began it, steps the
-        // growth after it does not make):
+        // Two step sizes, from the later part of the regime (the start may
+        // hold the tail of the fill that began it, steps the growth after
+        // it does not make):
         // - the allocation: the largest rise between two samples, spikes
-        //   included: what the next allocation may ask for on top;
+        //   included, over the last three quarters: what the next
+        //   allocation may ask for on top (a transient that recurs every
+        //   10 s, an evaluation pass, stays in view);
         // - the stair: the largest rise of the baseline, where the baseline
         //   at a sample is the lowest reading from it on: a transient (an
         //   evaluation pass, a retry after the allocator freed its cache)
-        //   that comes and goes is not a step of the growth.
+        //   that comes and goes is not a step of the growth; over the newer
+        //   half.
         let skip = (n / 2).min(n.saturating_sub(p.min_points));
         let newer = || self.regime.points.iter().skip(skip).map(|q| q.used);
-        let alloc = newer()
-            .zip(newer().skip(1))
+        let skip_alloc = (n / 4).min(n.saturating_sub(p.min_points));
+        let later = || self.regime.points.iter().skip(skip_alloc).map(|q| q.used);
+        let alloc = later()
+            .zip(later().skip(1))
             .map(|(a, b)| b - a)
             .fold(0.0, f64::max);
         let stair = persistent_step(newer());

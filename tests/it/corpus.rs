@@ -501,13 +501,14 @@ fn the_corpus_held_out_from_the_twenty_first_session_scores_at_least_as_it_did()
 /// leak beneath a cache ×1.2 had no OOM before its end (122 s of growth):
 /// flagged 99 s in, first forecast 52 s in, no range that passed. Then
 /// tuned on: with the driver's latest end kept when the demand's forecast
-/// is shown at risk, two_proc's T−10 s holds too (2 of 3).
+/// is shown at risk, two_proc's T−10 s holds too; with the allocation
+/// step taken over the regime's last three quarters, its T−30 s (3 of 3).
 #[test]
 fn the_corpus_held_out_from_the_twenty_second_session_scores_at_least_as_it_did() {
     let s = scored_set(
         "twentysecond",
         (5, 2, 3),
-        2,
+        3,
         21.0,
         2,
         &["kv_plateau/default", "healthy_train"],
