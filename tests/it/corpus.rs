@@ -518,6 +518,28 @@ fn the_corpus_held_out_from_the_twenty_second_session_scores_at_least_as_it_did(
     assert_eq!(s.unreached_range_passed, 0, "{s:?}");
 }
 
+/// `twentythird/` (plan written and committed 2026-12-06, 89e0140, before
+/// session 22 changed the analysis; recorded on an H100 with 3d1caad),
+/// sealed until the session's two analysis changes were made, then scored
+/// once: 8 of 9 checkpoints (7 of 7 where the growth had run 15 s; the
+/// ninth, `vision_leak` ×1.1's T−10 s 21 s into its growth, at risk),
+/// shown by T−30 s on 4 of 4, leak flags within 20 s (`vision_leak` never
+/// flagged); one false alarm, the KV cache (τ 28 s): leak flag 83 s and
+/// forecast 86 s after its start. The code of the session's start scores
+/// it the same.
+#[test]
+fn the_corpus_held_out_from_the_twenty_second_session_changes_scores_at_least_as_it_did() {
+    let s = scored_set(
+        "twentythird",
+        (7, 5, 9),
+        8,
+        20.5,
+        1,
+        &["kv_plateau/default"],
+    );
+    assert!(s.shown_by_30 >= 4 && s.settled_held >= 7, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
