@@ -271,6 +271,10 @@ impl App {
         match (self.nav.screen(), self.nav.focus) {
             (Screen::Overview, Pane::Procs) => {
                 let id = self.table.selected?;
+                // The process looked at is the one chosen: back from its
+                // details, a new sort or sample must not put another
+                // under the cursor (where `T`/`K` would act on it).
+                self.select_id(id);
                 self.nav.push(Screen::Process(id));
                 self.detail = Detail::default();
                 Some(Action::Inspect(id))

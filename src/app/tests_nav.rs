@@ -552,3 +552,23 @@ fn a_click_in_an_unasked_pane_selects_its_event_and_gives_it_the_arrows() {
     assert_eq!(app.table().selected, before);
     assert_eq!(app.events_view().selected, Some(1));
 }
+
+#[test]
+fn the_process_whose_details_were_opened_stays_selected_after_a_new_sort() {
+    let (_, snaps) = fixture::analysed("demo", 1, 40, "me", &Config::default());
+    let mut app = demo(0);
+    for s in &snaps[..30] {
+        app.update(Event::Snapshot(s.clone()));
+    }
+    let top = app.rows()[0].id();
+    assert_eq!(key(&mut app, KeyCode::Enter), Some(Action::Inspect(top)));
+    key(&mut app, KeyCode::Esc);
+    // Another sort puts another process on top; through the next samples
+    // the cursor stays on the one just inspected.
+    ch(&mut app, 'I');
+    for s in &snaps[30..] {
+        app.update(Event::Snapshot(s.clone()));
+    }
+    assert_ne!(app.rows()[0].id(), top, "the sort changed the top row");
+    assert_eq!(app.table().selected, Some(top));
+}
