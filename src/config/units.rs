@@ -21,18 +21,28 @@ pub(crate) fn is_too_large(why: &str) -> bool {
 
 /// Parses a duration such as `500ms`, `1s`, `10m`, `1h30m`, `7days`.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    parse_duration_or_why(s).map_err(|why| {
+        if is_too_large(&why) {
+            why
+        } else {
+            format!("not a duration: {why}; use e.g. 500ms, 1s, 10m, 2h, 7d")
+        }
+    })
+}
+
+/// As [`parse_duration`], the error only why it is not one (the caller
+/// gives the examples that fit it).
+pub(crate) fn parse_duration_or_why(s: &str) -> Result<Duration, String> {
     use humantime::DurationError as E;
     let why = match humantime::parse_duration(s.trim()) {
         Ok(d) => return Ok(d),
         Err(E::UnknownUnit { unit, .. }) if unit.is_empty() => "the number has no unit".to_owned(),
         Err(E::UnknownUnit { unit, .. }) => format!("`{}` is not a time unit", cap(&unit)),
         Err(E::Empty) => "it is empty".to_owned(),
-        Err(E::NumberOverflow) => return Err(format!("a duration {TOO_LARGE}")),
+        Err(E::NumberOverflow) => format!("a duration {TOO_LARGE}"),
         Err(E::InvalidCharacter(_) | E::NumberExpected(_)) => "not a number with a unit".to_owned(),
     };
-    Err(format!(
-        "not a duration: {why}; use e.g. 500ms, 1s, 10m, 2h, 7d"
-    ))
+    Err(why)
 }
 
 /// Writes a duration the way [`parse_duration`] reads it (`100ms`, `1m`, `7days`).

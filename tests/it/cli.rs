@@ -732,3 +732,24 @@ fn replaying_only_damaged_snapshots_says_why() {
         .stderr(predicate::str::contains("holds no readable snapshot"))
         .stderr(predicate::str::contains("duplicate field `seq`"));
 }
+
+#[test]
+fn a_bad_interval_is_told_the_interval_s_own_range() {
+    // The examples fit `--interval` (100ms to 1m), not any duration.
+    for (bad, says) in [
+        (
+            "banana",
+            "not a number with a unit; use e.g. 500ms, 1s, 10s (between 100ms and 1m)",
+        ),
+        ("5ms", "must be between 100ms and 1m"),
+        (
+            "99999999999999999999999s",
+            "too large, must be between 100ms and 1m",
+        ),
+    ] {
+        vw().args(["--interval", bad, "snapshot", "--demo"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
+}
