@@ -501,6 +501,31 @@ impl Envelope {
         if rate.low <= 0.0 {
             return Err(Refusal::OneStep);
         }
+        // In a regime too young for the levelling-off check (under
+        // `decel_after`), the newer half's own rate, where it grows, is
+        // inside the range: a regime that began with a process's start-up
+        // (its context and weights arriving over a few seconds) reads
+        // faster over the whole than the growth after it (the demo's leak
+        // at +13 s: 680 MB/s over the whole, 537 MB/s since, its range
+        // "49s–1m04s" for an OOM 74 s away).
+        let newer_rate = if span_s >= p.decel_after.as_secs_f64() {
+            None
+        } else {
+            let pts: VecDeque<Point> = self.regime.points.iter().skip(skip).copied().collect();
+            let span = match (pts.front(), pts.back()) {
+                (Some(a), Some(b)) => b.t.saturating_sub(a.t) as f64 / 1000.0,
+                _ => 0.0,
+            };
+            theil_sen(&pts, span / 4.0).filter(|r| r.bps > 0.0)
+        };
+        let rate = match newer_rate {
+            Some(r) => Rate {
+                low: rate.low.min(r.bps),
+                high: rate.high.max(r.bps),
+                ..rate
+            },
+            None => rate,
+        };
         // What `used` can reach: everything but the driver's reserve.
         let usable = total - m.reserved as f64;
         let at = |x: f64| x.clamp(0.0, u64::MAX as f64) as u64;
