@@ -28,7 +28,7 @@ pub(crate) const FIXED: [(&str, &str); 5] = [
 ];
 
 /// Symbols and what they mean.
-pub(crate) const LEGEND: [(&str, &str); 13] = [
+pub(crate) const LEGEND: [(&str, &str); 15] = [
     ("█ ▒ ░", "memory used, reserved by the driver, free"),
     ("┃", "highest memory seen since start (fast lane included)"),
     (
@@ -49,6 +49,14 @@ pub(crate) const LEGEND: [(&str, &str); 13] = [
     ),
     ("dim", "another user's process; italic = exited"),
     ("unaccounted", "device memory no listed process holds"),
+    (
+        "full in ~1m",
+        "when memory runs out at this growth (and its range)",
+    ),
+    (
+        "levels ~124G",
+        "growth slowing down: a fill expected to level off there",
+    ),
     (
         "at risk",
         "peaks at the top: the next larger allocation may fail",
