@@ -508,16 +508,7 @@ impl Envelope {
         // faster over the whole than the growth after it (the demo's leak
         // at +13 s: 680 MB/s over the whole, 537 MB/s since, its range
         // "49s–1m04s" for an OOM 74 s away).
-        let newer_rate = if span_s >= p.decel_after.as_secs_f64() {
-            None
-        } else {
-            let pts: VecDeque<Point> = self.regime.points.iter().skip(skip).copied().collect();
-            let span = match (pts.front(), pts.back()) {
-                (Some(a), Some(b)) => b.t.saturating_sub(a.t) as f64 / 1000.0,
-                _ => 0.0,
-            };
-            theil_sen(&pts, span / 4.0).filter(|r| r.bps > 0.0)
-        };
+        let newer_rate = self.young_newer_rate(skip, span_s, p);
         let rate = match newer_rate {
             Some(r) => Rate {
                 low: rate.low.min(r.bps),

@@ -86,4 +86,22 @@ impl Envelope {
         let ahead = plateau - last.used >= LEVEL_MIN * m.total as f64;
         (plateau.is_finite() && plateau < usable && ahead).then_some(plateau)
     }
+
+    /// The Theil–Sen rate of the regime's points from `skip` on (its newer
+    /// half), where it grows, while the regime (`span_s` long) is too young
+    /// for [`Envelope::deceleration`] to judge: then the range of the
+    /// forecast's rate takes it in (see `Envelope::candidate`).
+    pub(super) fn young_newer_rate(
+        &self,
+        skip: usize,
+        span_s: f64,
+        p: &EnvelopeParams,
+    ) -> Option<Rate> {
+        if span_s >= p.decel_after.as_secs_f64() {
+            return None;
+        }
+        let pts: VecDeque<Point> = self.regime.points.iter().skip(skip).copied().collect();
+        let span = pts.back()?.t.saturating_sub(pts.front()?.t) as f64 / 1000.0;
+        theil_sen(&pts, span / 4.0).filter(|r| r.bps > 0.0)
+    }
 }
