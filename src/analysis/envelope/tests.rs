@@ -503,3 +503,35 @@ fn growth_that_is_one_step_that_stayed_is_not_a_trend() {
     };
     assert!(shown_from(&run(15, g)).is_some());
 }
+
+#[test]
+fn a_start_up_read_as_growth_does_not_narrow_the_first_range_past_the_oom() {
+    // The demo's GPU 1: a steady job fills 96 GiB in its first 3 s; at
+    // 4 s a second process takes 3 GiB over 3 s, then leaks 0.5 GiB/s in
+    // half-second steps from 7 s: full 140 GiB at 89 s. While the
+    // start-up is in the regime, its rate over the whole reads faster
+    // than the leak; every forecast shown must hold the OOM.
+    let f = |s: u64| {
+        let s = s as f64;
+        let steady = 96.0 * (s / 3.0).min(1.0);
+        let age = (s - 4.0).max(0.0);
+        let start = 3.0 * (age / 3.0).min(1.0);
+        let leak = if age > 3.0 {
+            ((age - 3.0) * 2.0).floor() / 2.0 * 0.5
+        } else {
+            0.0
+        };
+        let u = (steady + start + leak) * GIB;
+        (u, u)
+    };
+    let oom_s = 7.0 + (140.0 - 99.0) / 0.5;
+    let oom_ms = 1_000_000 + (oom_s * 1000.0) as u64;
+    let o = run(oom_s as u64, f);
+    let first = shown_from(&o).expect("a forecast");
+    assert!(first <= 15, "shown {first} s in");
+    for (s, x) in o.iter().enumerate().skip(first) {
+        if let Some(fc) = x.forecast {
+            assert!(fc.contains(oom_ms), "at {s} s: {fc:?}, OOM at {oom_s} s");
+        }
+    }
+}
