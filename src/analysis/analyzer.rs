@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::alerts::{self, Alert};
-use super::demand::{demand_forecast, latest_from_demand, steady_latest};
+use super::demand::{demand_forecast, demand_reaching_to, latest_from_demand, steady_latest};
 use super::forecast;
 use super::leak::LeakChange;
 use super::{AnalysisConfig, Assessment, GpuAssessment, Phase, ProcAssessment};
@@ -351,19 +351,8 @@ impl Analyzer {
                     }
                     let latest = steady_latest(&mut tr.demand_latest, t, latest, cfg.envelope.hold);
                     let driver = o.forecast.map(|f| latest_from_demand(f, latest, t));
-                    // Both views give one (at risk, the driver's trend
-                    // still standing): the demand's, now at the earliest,
-                    // reaching out to the later of the two latest ends.
-                    // The allocators' peaks say the next larger allocation
-                    // may fail; the allocator frees its cache and retries
-                    // first, and the driver's trend says how long that can
-                    // go on (`twentysecond/05`: the demand's "0s (0s–3s)"
-                    // 12 s before the OOM the driver's range held).
                     let forecast = match (demand, driver) {
-                        (Some(d), Some(v)) => Some(super::Forecast {
-                            high_s: d.high_s.zip(v.high_s).map(|(a, b)| a.max(b)),
-                            ..d
-                        }),
+                        (Some(d), Some(v)) => Some(demand_reaching_to(d, &v)),
                         (d, v) => d.or(v),
                     };
                     (forecast, o)

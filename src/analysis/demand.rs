@@ -140,3 +140,55 @@ pub(crate) fn latest_from_demand(f: Forecast, latest: Option<f64>, t: Millis) ->
         ..f
     }
 }
+
+/// The demand's forecast `d`, shown at risk, with its latest end moved out
+/// to the driver's forecast `v`'s where that is later (open where either
+/// is): the allocators' peaks say the next larger allocation may fail now;
+/// the allocator frees its cache and retries first, and the driver's trend
+/// says how long that can go on (`twentysecond/05`: the demand's "0s
+/// (0s–3s)" 12 s before the OOM that the driver's range held). Compared as
+/// unix times: either may have been made a sample before the other.
+pub(crate) fn demand_reaching_to(d: Forecast, v: &Forecast) -> Forecast {
+    let high_s = match (d.range_ms().1, v.range_ms().1) {
+        (Some(a), Some(b)) => Some(a.max(b).saturating_sub(d.made_ms) as f64 / 1000.0),
+        _ => None,
+    };
+    Forecast { high_s, ..d }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::forecast::Room;
+    use crate::analysis::slope::Rate;
+
+    fn forecast(made_ms: Millis, high_s: Option<f64>) -> Forecast {
+        Forecast {
+            made_ms,
+            room: Room::flat(0),
+            rate: Rate {
+                bps: 1.0,
+                low: 1.0,
+                high: 1.0,
+            },
+            eta_s: 0.0,
+            low_s: 0.0,
+            high_s,
+        }
+    }
+
+    #[test]
+    fn the_demand_at_risk_reaches_to_the_driver_s_latest_end_in_unix_time() {
+        // The demand's made now, ending in 3 s; the driver's made a second
+        // before, ending 40 s after it was made: 39 s from now.
+        let d = forecast(10_000, Some(3.0));
+        let v = forecast(9_000, Some(40.0));
+        assert_eq!(demand_reaching_to(d, &v).high_s, Some(39.0));
+        // A driver's range that ends sooner leaves the demand's as it is.
+        let v = forecast(9_000, Some(2.0));
+        assert_eq!(demand_reaching_to(d, &v).high_s, Some(3.0));
+        // Either open: open.
+        assert_eq!(demand_reaching_to(d, &forecast(9_000, None)).high_s, None);
+        assert_eq!(demand_reaching_to(forecast(10_000, None), &v).high_s, None);
+    }
+}
