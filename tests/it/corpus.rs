@@ -541,6 +541,26 @@ fn the_corpus_held_out_from_the_twenty_second_session_changes_scores_at_least_as
     assert!(s.shown_by_30 >= 4 && s.settled_held >= 7, "{s:?}");
 }
 
+/// `twentyfourth/` (plan written and committed 2026-12-06, 81852e4, after
+/// session 22's first two analysis changes; recorded on an H100 with that
+/// code), sealed until session 23 began, then scored once with the code it
+/// started from (a3dc792): 8 of 8 checkpoints (6 of 6 where the growth had
+/// run 15 s), shown by T−30 s on 4 of 4, leak flags within 25 s
+/// (`curriculum` never flagged); one false alarm, the KV cache (τ 24 s):
+/// forecast 50 s and leak flag 76 s after its start.
+#[test]
+fn the_corpus_sealed_by_the_twenty_second_session_scores_at_least_as_it_did() {
+    let s = scored_set(
+        "twentyfourth",
+        (6, 4, 8),
+        8,
+        25.5,
+        1,
+        &["kv_plateau/default"],
+    );
+    assert!(s.shown_by_30 >= 4 && s.settled_held >= 6, "{s:?}");
+}
+
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
 /// at least `held` checkpoints held, every leak flag within
 /// `slowest_leak_s` of its growth, and no false alarm but the KV cache's.
