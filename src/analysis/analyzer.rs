@@ -208,10 +208,13 @@ impl Analyzer {
             cleared |= tr.tensors.observe(sp, t, tol) == Some(LeakChange::Cleared);
             // Judged afresh at each sample (held over samples that did
             // not say so, it took a real leak's flag away: `fifteenth/02`).
-            tr.levelling = tr
-                .fill
-                .observe(sp, t)
-                .and_then(|now| Some((tr.fill.level(total)?, now)));
+            tr.levelling = tr.fill.observe(sp, t).and_then(|(tensors, idle)| {
+                Some(Fill {
+                    level: tr.fill.level_now(total)?,
+                    tensors,
+                    idle,
+                })
+            });
             // Growth faster than a fill's is loading, not a leak: by the
             // flag's own rate or by the last ten seconds'.
             let fill = cfg.envelope.max_fill * total as f64;
@@ -451,5 +454,5 @@ impl Analyzer {
 mod levels;
 mod rise;
 mod tracks;
-use crate::analysis::levelling::BELOW_FRAC;
+use crate::analysis::levelling::{BELOW_FRAC, Fill};
 use tracks::{GpuTrack, ProcTrack};

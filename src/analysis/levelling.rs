@@ -63,26 +63,59 @@ const SLOWER: f64 = 0.75;
 /// 30 s, two more false alarms: the last half of a 40 s KV cache fill,
 /// at τ 25–30 s and with entries of random sizes, did not slow enough.)
 const HALVES_MS: Millis = 45_000;
+/// A level found is kept this long (ms) over a pause in the tensors'
+/// growth.
+const PAUSE_HOLD_MS: Millis = 15_000;
 /// And the level it would stop at under this share of the GPU's memory
 /// (room left: a fill that would level at the top is no plateau); for a
 /// GPU, the level of all its fills together.
 pub(crate) const BELOW_FRAC: f64 = 0.90;
+
+/// A process whose tensors are a fill levelling off, as of its last
+/// allocator figures (bytes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Fill {
+    /// Where its tensors level off.
+    pub(crate) level: f64,
+    /// What they hold now.
+    pub(crate) tensors: f64,
+    /// What its caching allocator holds beyond them (reserved, idle).
+    pub(crate) idle: f64,
+}
+
+impl Fill {
+    /// How much more the driver will see it take: what its tensors have
+    /// still to add, less what its allocator already holds idle. The
+    /// cache is taken as reusable (PyTorch frees it and retries before an
+    /// allocation fails); where it is fragmented the allocator takes new
+    /// segments anyway, and the driver's figure goes on up a step or two
+    /// (`twentyfourth/01`: 67.4 GiB said, 71.65 GiB reached).
+    pub(crate) fn more(&self) -> f64 {
+        (self.level - self.tensors - self.idle).max(0.0)
+    }
+}
 
 /// The tensors of one process, to tell a fill that levels off.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Levelling {
     /// (t, allocated bytes), oldest first.
     points: VecDeque<(Millis, f64)>,
+    /// The last level [`Levelling::level_now`] found, and when.
+    said: Option<(Millis, f64)>,
 }
 
 impl Levelling {
     /// Feeds `sp`'s allocator figures at `t`, when fresh; returns what its
-    /// tensors hold (bytes), `None` without fresh figures.
-    pub(crate) fn observe(&mut self, sp: &ProcSample, t: Millis) -> Option<f64> {
+    /// tensors hold and what its cache holds beyond them (bytes), `None`
+    /// without fresh figures.
+    pub(crate) fn observe(&mut self, sp: &ProcSample, t: Millis) -> Option<(f64, f64)> {
         let stats = sp.torch.as_deref()?;
         let d = stats.fresh(t)?;
         self.push(stats.t_ms.min(t), d.allocated);
-        Some(d.allocated as f64)
+        Some((
+            d.allocated as f64,
+            d.reserved.saturating_sub(d.allocated) as f64,
+        ))
     }
 
     /// The tensors held `allocated` bytes at `t` (a publish's own time;
@@ -99,6 +132,26 @@ impl Levelling {
         {
             self.points.pop_front();
         }
+    }
+
+    /// As [`Levelling::level`], and through a pause: where the tensors
+    /// have not grown for the last seconds (a cache between new entries)
+    /// and still hold less than the level found within [`PAUSE_HOLD_MS`],
+    /// that level. (Judged afresh, a pause has no pace and no fit: the
+    /// GPU's "levels ~X" gave way to "full in" at every pause longer than
+    /// its hold, `twentythird/01`.)
+    pub(crate) fn level_now(&mut self, total: u64) -> Option<f64> {
+        let &(now, last) = self.points.back()?;
+        if let Some(level) = self.level(total) {
+            self.said = Some((now, level));
+            return Some(level);
+        }
+        let (at, level) = self.said?;
+        let from = now.saturating_sub(RECENT_MS / 2);
+        let i = self.points.partition_point(|(t, _)| *t <= from);
+        let (_, before) = self.points[i.saturating_sub(1)];
+        let paused = last - before <= JUMP_FRAC * total as f64;
+        (paused && now.saturating_sub(at) <= PAUSE_HOLD_MS && last < level).then_some(level)
     }
 
     /// Where the tensors would level off (bytes), if they are a fill that

@@ -566,14 +566,16 @@ fn a_cache_filling_towards_a_plateau_is_no_leak_and_no_forecast() {
 #[test]
 fn a_leak_beneath_a_cache_that_levels_off_is_not_hidden() {
     // 0.5 GiB/s beneath: 140 GiB at ~190 s. After the fill is seen (from
-    // 22 s) the leak flag and the forecast come back by 70 s, to stay;
-    // judged by the whole fill alone they came at 122 s.
+    // 22 s) the leak flag and the forecast come back by 71 s, to stay;
+    // judged by the whole fill alone they came at 122 s. (By 70 s before
+    // the allocator's idle cache, up to 2.5 GiB here, was taken as room
+    // for the fill's rest.)
     let said = cache_fill(0.5, 180);
     let hidden = said
         .iter()
         .rposition(|&(leak, fc, _)| !(leak && fc))
         .unwrap();
-    assert!(hidden < 70, "hidden to {hidden} s: {said:?}");
+    assert!(hidden <= 70, "hidden to {hidden} s: {said:?}");
     assert!(
         said[25..40]
             .iter()

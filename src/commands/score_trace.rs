@@ -234,7 +234,7 @@ fn levelling() {
         let total = g.and_then(|g| g.mem).map_or(0, |m| m.total);
         for sp in snap.procs.iter().filter(|p| p.gpu == gpu) {
             let fill = fills.entry(sp.key().pid).or_default();
-            if let Some(a) = fill.observe(sp, snap.t_ms) {
+            if let Some((a, _)) = fill.observe(sp, snap.t_ms) {
                 println!(
                     "{rel:7.1} pid {} mem {:7.2} allocated {:7.2} levels {}",
                     sp.key().pid,

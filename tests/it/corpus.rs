@@ -526,18 +526,11 @@ fn the_corpus_held_out_from_the_twenty_second_session_scores_at_least_as_it_did(
 /// ninth, `vision_leak` ×1.1's T−10 s 21 s into its growth, at risk),
 /// shown by T−30 s on 4 of 4, leak flags within 20 s (`vision_leak` never
 /// flagged); one false alarm, the KV cache (τ 28 s): leak flag 83 s and
-/// forecast 86 s after its start. The code of the session's start scores
-/// it the same.
+/// forecast 86 s after its start (none since session 23's idle-cache and
+/// pause rules). The code of the session's start scores it the same.
 #[test]
 fn the_corpus_held_out_from_the_twenty_second_session_changes_scores_at_least_as_it_did() {
-    let s = scored_set(
-        "twentythird",
-        (7, 5, 9),
-        8,
-        20.5,
-        1,
-        &["kv_plateau/default"],
-    );
+    let s = scored_set("twentythird", (7, 5, 9), 8, 20.5, 0, &[]);
     assert!(s.shown_by_30 >= 4 && s.settled_held >= 7, "{s:?}");
 }
 
@@ -559,6 +552,31 @@ fn the_corpus_sealed_by_the_twenty_second_session_scores_at_least_as_it_did() {
         &["kv_plateau/default"],
     );
     assert!(s.shown_by_30 >= 4 && s.settled_held >= 6, "{s:?}");
+}
+
+/// KV caches whose tensors level off, where what the tensors have still to
+/// add fits in the cache their allocator already holds (PyTorch frees that
+/// cache and retries before an allocation fails), and where the level
+/// found is kept over a pause between new entries: no "full in" and no
+/// leak flag. Before session 23's change each of these was a false alarm
+/// (forecasts 41 to 86 s after their starts; `twentythird/01` a leak flag
+/// at 83 s too).
+#[test]
+fn kv_caches_whose_rest_fits_the_cache_already_held_do_not_alarm() {
+    for (set, run) in [
+        ("later", "03-"),
+        ("twentieth", "01-"),
+        ("twentysecond", "01-"),
+        ("twentythird", "01-"),
+    ] {
+        let runs = corpus(set);
+        let r = runs
+            .iter()
+            .find(|r| r.run.starts_with(run))
+            .unwrap_or_else(|| panic!("{set}/{run}"));
+        assert!(r.label.starts_with("kv_plateau/default"), "{r:?}");
+        assert_eq!(r.false_alarms, Vec::<String>::new(), "{set}: {r:?}");
+    }
 }
 
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),

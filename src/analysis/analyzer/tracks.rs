@@ -10,7 +10,7 @@ use crate::analysis::demand::ProcDemand;
 use crate::analysis::envelope::{Envelope, Rises};
 use crate::analysis::forecast::{self, Room};
 use crate::analysis::leak::LeakDetector;
-use crate::analysis::levelling::Levelling;
+use crate::analysis::levelling::{Fill, Levelling};
 use crate::analysis::series::Series;
 use crate::analysis::spike::PendingRise;
 use crate::analysis::tensors::TensorLeak;
@@ -118,8 +118,8 @@ pub(super) struct ProcTrack {
     pub(super) shifted_ms: Option<Millis>,
     /// Its tensors, to tell a fill that levels off (kept over level shifts).
     pub(super) fill: Levelling,
-    /// Where its tensors level off and what they hold now (bytes).
-    pub(super) levelling: Option<(f64, f64)>,
+    /// Its tensors, while they are a fill levelling off.
+    pub(super) levelling: Option<Fill>,
     pub(super) a: ProcAssessment,
 }
 

@@ -196,3 +196,62 @@ fn a_cache_that_fills_in_bursts_with_figures_that_stall_is_levelling_off() {
         );
     }
 }
+
+#[test]
+fn the_cache_already_held_is_room_for_the_rest_of_the_fill() {
+    let fill = |idle: f64| Fill {
+        level: 48.0 * GIB,
+        tensors: 40.0 * GIB,
+        idle: idle * GIB,
+    };
+    // 8 GiB to come: none of it in the cache, some, or all of it.
+    assert_eq!(fill(0.0).more() / GIB, 8.0);
+    assert_eq!(fill(3.0).more() / GIB, 5.0);
+    assert_eq!(fill(12.0).more(), 0.0);
+}
+
+#[test]
+fn a_level_found_is_kept_through_a_pause_in_the_fill() {
+    // A cache that fills towards 48 GiB, then a pause: no new entry for
+    // 20 s (the tensors flat at what they held).
+    let f = |s: u64| 8.0 + 40.0 * (1.0 - (-(s.min(60) as f64) / 30.0).exp());
+    let mut l = Levelling::default();
+    let mut said = Vec::new();
+    for s in 0..90 {
+        l.push(1_000_000 + s * 1000, (f(s) * GIB) as u64);
+        said.push((l.level(TOTAL), l.level_now(TOTAL)));
+    }
+    // Judged afresh, a pause has no pace: nothing from 5 s into it.
+    let last = said
+        .iter()
+        .rposition(|(afresh, _)| afresh.is_some())
+        .unwrap();
+    assert!((55..66).contains(&last), "{last} s: {said:?}");
+    let found = said[last].0;
+    // Held: the level last found, for 15 s after it was found ...
+    for (s, (_, held)) in said.iter().enumerate().take(last + 16).skip(last) {
+        assert_eq!(*held, found, "{s} s");
+    }
+    // ... and not after.
+    assert!(
+        said[last + 16..].iter().all(|(_, held)| held.is_none()),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn a_level_is_not_kept_once_the_tensors_grow_past_it_or_on() {
+    let mut l = Levelling::default();
+    let f = |s: u64| 8.0 + 40.0 * (1.0 - (-(s as f64) / 30.0).exp());
+    for s in 0..60 {
+        l.push(1_000_000 + s * 1000, (f(s) * GIB) as u64);
+        l.level_now(TOTAL);
+    }
+    let level = l.level_now(TOTAL).expect("levelling off") / GIB;
+    // A jump past it (a leak's step), then flat: no level held.
+    l.push(1_061_000, ((level + 2.0) * GIB) as u64);
+    for s in 62..70 {
+        l.push(1_000_000 + s * 1000, ((level + 2.0) * GIB) as u64);
+        assert_eq!(l.level_now(TOTAL), None, "{s} s");
+    }
+}
