@@ -554,6 +554,20 @@ fn the_corpus_sealed_by_the_twenty_second_session_scores_at_least_as_it_did() {
     assert!(s.shown_by_30 >= 4 && s.settled_held >= 6, "{s:?}");
 }
 
+/// `twentyfifth/` (plan written and committed 2026-12-06, ba6c306, before
+/// session 23 changed the analysis; recorded on an H100 with a3dc792),
+/// sealed until the session's analysis change (07901e0) was made, then
+/// scored once: 7 of 7 checkpoints (5 of 5 where the growth had run
+/// 15 s), shown by T−30 s on 3 of 3, leak flags within 24 s; the KV cache
+/// (τ 32 s) and the data set load did not alarm; one false alarm, the
+/// warm-up of `healthy_train` ×0.95 (forecast 22 s after its start).
+#[test]
+fn the_corpus_held_out_from_the_twenty_third_session_changes_scores_at_least_as_it_did() {
+    let s = scored_set("twentyfifth", (7, 4, 7), 7, 24.5, 1, &["healthy_train"]);
+    assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
+
 /// KV caches whose tensors level off, where what the tensors have still to
 /// add fits in the cache their allocator already holds (PyTorch frees that
 /// cache and retries before an allocation fails), and where the level
