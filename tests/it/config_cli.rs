@@ -31,7 +31,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     (
         "bad_duration",
         &[
-            "{F}:2:12: [sampling] interval = \"1 fortnight\": not a duration: `fortnight` is not a time unit; use e.g. 500ms, 1s, 10m, 2h, 7d",
+            "{F}:2:12: [sampling] interval = \"1 fortnight\": not a duration: `fortnight` is not a time unit; use a number with a unit (ms, s, m, h, d) between 100ms and 1m",
         ],
     ),
     (
