@@ -149,9 +149,14 @@ impl Validator<'_> {
 fn parse_within(s: &str, range_text: &str) -> Result<Duration, String> {
     parse_duration_or_why(s).map_err(|why| {
         if is_too_large(&why) {
-            why
-        } else {
-            format!("not a duration: {why}; use a number with a unit (ms, s, m, h, d) {range_text}")
+            return why;
         }
+        // "Not a number with a unit" is what the advice says already.
+        let why = if why.starts_with("not a number") {
+            String::new()
+        } else {
+            format!(": {why}")
+        };
+        format!("not a duration{why}; use a number with a unit (ms, s, m, h, d) {range_text}")
     })
 }
