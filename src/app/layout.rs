@@ -197,7 +197,7 @@ pub fn overview_for(
 pub const EVENTS_AUTO_MIN: u16 = 6;
 /// Rows a pane shown unasked keeps while it is shown: fewer than
 /// [`EVENTS_AUTO_MIN`], so that it does not come and go with each process.
-pub const EVENTS_AUTO_KEEP: u16 = 3;
+pub const EVENTS_AUTO_KEEP: u16 = 2;
 
 /// Table rows `listed` processes need below the header: one each, or one
 /// for the "no processes" line.
