@@ -98,11 +98,16 @@ fn cards_grow_into_the_rows_the_table_leaves() {
     let o = overview_for((200, 60), 2, EventsPane::Closed, false, 3, CHART_MAX_ROWS);
     assert_eq!(o.chart, CHART_MAX_ROWS);
     assert!(o.table.height > 1 + 3, "{o:?}");
-    // The events pane and the timeline do not move.
+    // The timeline does not move; the open events pane ends where it
+    // did, and grows up into the rows the capped charts left.
     let plain = overview((200, 60), 4, true, true);
     let o = overview_for((200, 60), 4, EventsPane::Open, true, 2, CHART_MAX_ROWS);
     assert!(o.chart > 1);
-    assert_eq!((o.events, o.timeline), (plain.events, plain.timeline));
+    assert_eq!(o.timeline, plain.timeline);
+    let (e, was) = (o.events.unwrap(), plain.events.unwrap());
+    assert_eq!(e.bottom(), was.bottom());
+    assert!(e.height > was.height, "{o:?}");
+    assert_eq!(o.table.height, 1 + 2, "{o:?}");
     // Two-line and one-line cards do not grow: 80×24 is as it was.
     for (size, gpus) in [((80, 24), 4), ((80, 24), 8), ((120, 40), 8)] {
         let plain = overview(size, gpus, false, false);
@@ -148,6 +153,36 @@ fn grown_parts_tile_the_screen() {
             assert!(o.table.height > listed.max(1) as u16, "{o:?}");
         }
     }
+}
+
+#[test]
+fn an_open_events_pane_takes_the_rows_the_processes_leave() {
+    // Four GPUs at 120×40, the pane opened with `e`: two-line cards, and
+    // nine processes. The table keeps its header and its nine rows, the
+    // detail line follows, the pane has the rest down to the footer.
+    let at = |listed| {
+        overview_for(
+            (120, 40),
+            4,
+            EventsPane::Open,
+            false,
+            listed,
+            CHART_MAX_ROWS,
+        )
+    };
+    let o = at(9);
+    assert_eq!(o.style, CardStyle::TwoLine);
+    assert_eq!(o.table.height, 10, "{o:?}");
+    let d = o.detail.unwrap_or_else(|| panic!("{o:?}"));
+    let e = o.events.unwrap_or_else(|| panic!("{o:?}"));
+    assert_eq!((d.y, e.y), (o.table.bottom(), d.bottom()), "{o:?}");
+    assert_eq!(e.bottom(), o.footer.y);
+    assert_eq!(e.height, 40 - 1 - 9 - 10 - 1 - 1, "{o:?}");
+    // More processes than the table's own share: it keeps that share and
+    // scrolls, the pane keeps its third.
+    let many = at(40);
+    let closed = overview((120, 40), 4, true, false);
+    assert_eq!((many.table, many.events), (closed.table, closed.events));
 }
 
 #[test]
@@ -246,12 +281,14 @@ fn unasked_the_events_pane_takes_only_rows_left_empty() {
             .events
             .is_some()
     );
-    // Opened, it is where `overview` puts it, whatever the rows left.
-    let open = overview((200, 60), 1, true, false);
-    assert_eq!(
-        overview_for((200, 60), 1, EventsPane::Open, false, 7, CHART_MAX_ROWS).events,
-        open.events
-    );
+    // Opened, it ends where `overview` puts it, and takes the rows the
+    // table's processes leave.
+    let open = overview((200, 60), 1, true, false).events.unwrap();
+    let o = overview_for((200, 60), 1, EventsPane::Open, false, 7, CHART_MAX_ROWS);
+    let e = o.events.unwrap();
+    assert_eq!(e.bottom(), open.bottom());
+    assert!(e.height >= open.height, "{o:?}");
+    assert_eq!(o.table.height, 1 + 7, "{o:?}");
 }
 
 #[test]
