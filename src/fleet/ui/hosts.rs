@@ -151,6 +151,9 @@ fn cell(app: &FleetApp, h: &Host, c: HostCol) -> (String, Style) {
             None => plain(String::new()),
         },
         HostCol::FullIn => match h.full_in_s {
+            // The least central estimate over its GPUs is "now": one is at
+            // risk (its range's end is in the host's drill-down, "≤44s").
+            Some(s) if s.round() <= 0.0 => ("at risk".into(), t.crit),
             Some(s) => {
                 let soon = s <= app.config().alerts.forecast_below.as_secs_f64();
                 (

@@ -38,7 +38,9 @@ fn fixed_hosts() -> Vec<Host> {
     };
     let mut a = h("gpu-a01", 8, 900, 1120, 97.4);
     a.growth_bps = Some(48.0 * MIB as f64);
-    a.full_in_s = Some(190.0);
+    // Its GPU 2 at risk (the detail's): the least central estimate over
+    // its GPUs is "now", which the hosts table says as "at risk".
+    a.full_in_s = Some(0.0);
     a.alerts = 2;
     a.leaks = 1;
     let b = h("gpu-a02", 8, 400, 1120, 61.0);
