@@ -206,8 +206,9 @@ impl Analyzer {
                 cleared |= tr.leak.observe(t, m as f64) == Some(LeakChange::Cleared);
             }
             cleared |= tr.tensors.observe(sp, t, tol) == Some(LeakChange::Cleared);
-            // Judged afresh at each sample (held over samples that did
-            // not say so, it took a real leak's flag away: `fifteenth/02`).
+            // Judged afresh at each sample but over a pause in the
+            // tensors' growth (held over any sample that did not say so,
+            // it took a real leak's flag away: `fifteenth/02`).
             tr.levelling = tr.fill.observe(sp, t).and_then(|(tensors, idle)| {
                 Some(Fill {
                     level: tr.fill.level_now(total)?,
