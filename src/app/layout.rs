@@ -208,25 +208,37 @@ fn rows_needed(listed: usize) -> u16 {
     listed.clamp(1, u16::MAX as usize) as u16
 }
 
-/// The events pane in the rows under the table's `listed` processes (and
-/// its "no processes" line) that are left when the cards have grown, when
-/// there are at least `least`: the table shrinks to its processes, the
-/// detail line follows it, the pane takes the rest.
-fn auto_events(o: &mut Overview, listed: usize, least: u16) {
-    let spare = o
-        .table
+/// Rows of the table below its `listed` processes (and its "no
+/// processes" line) and its header.
+fn spare_rows(o: &Overview, listed: usize) -> u16 {
+    o.table
         .height
-        .saturating_sub(rows_needed(listed).saturating_add(1));
-    if o.events.is_some() || spare < least {
-        return;
-    }
-    o.table.height -= spare;
+        .saturating_sub(rows_needed(listed).saturating_add(1))
+}
+
+/// Shrinks the table by `rows`, the detail line following it; returns
+/// the row below them, where an events pane under the table begins.
+fn shrink_table(o: &mut Overview, rows: u16) -> u16 {
+    o.table.height -= rows;
     let mut below = o.table.bottom();
     if let Some(d) = o.detail.as_mut() {
         d.y = below;
         below += d.height;
     }
-    o.events = Some(Rect::new(o.table.x, below, o.table.width, spare));
+    below
+}
+
+/// The events pane in the rows under the table's `listed` processes that
+/// are left when the cards have grown, when there are at least `least`:
+/// the table shrinks to its processes, the detail line follows it, the
+/// pane takes the rest.
+fn auto_events(o: &mut Overview, listed: usize, least: u16) {
+    let spare = spare_rows(o, listed);
+    if o.events.is_some() || spare < least {
+        return;
+    }
+    let top = shrink_table(o, spare);
+    o.events = Some(Rect::new(o.table.x, top, o.table.width, spare));
 }
 
 /// An open events pane takes the rows under the table's `listed`
@@ -235,22 +247,15 @@ fn auto_events(o: &mut Overview, listed: usize, least: u16) {
 /// with four GPUs it had kept a third of the body while nine of the
 /// table's rows stayed blank).
 fn give_events_the_spare_rows(o: &mut Overview, listed: usize) {
-    let Some(events) = o.events.as_mut() else {
-        return;
-    };
-    let spare = o
-        .table
-        .height
-        .saturating_sub(rows_needed(listed).saturating_add(1));
-    if spare == 0 {
+    let spare = spare_rows(o, listed);
+    if o.events.is_none() || spare == 0 {
         return;
     }
-    o.table.height -= spare;
-    if let Some(d) = o.detail.as_mut() {
-        d.y -= spare;
+    let top = shrink_table(o, spare);
+    if let Some(e) = o.events.as_mut() {
+        e.height += e.y - top;
+        e.y = top;
     }
-    events.y -= spare;
-    events.height += spare;
 }
 
 /// Processes the overview's table lists, whatever its filter (typing a
