@@ -210,11 +210,7 @@ impl Analyzer {
             // tensors' growth (held over any sample that did not say so,
             // it took a real leak's flag away: `fifteenth/02`).
             tr.levelling = tr.fill.observe(sp, t).and_then(|(tensors, idle)| {
-                Some(Fill {
-                    level: tr.fill.level_now(total)?,
-                    tensors,
-                    idle,
-                })
+                Some(beyond_cache(tr.fill.level_now(total)?, tensors, idle))
             });
             // Growth faster than a fill's is loading, not a leak: by the
             // flag's own rate or by the last ten seconds'.
@@ -455,5 +451,5 @@ impl Analyzer {
 mod levels;
 mod rise;
 mod tracks;
-use crate::analysis::levelling::{BELOW_FRAC, Fill};
+use crate::analysis::levelling::{BELOW_FRAC, beyond_cache};
 use tracks::{GpuTrack, ProcTrack};

@@ -71,28 +71,15 @@ const PAUSE_HOLD_MS: Millis = 15_000;
 /// GPU, the level of all its fills together.
 pub(crate) const BELOW_FRAC: f64 = 0.90;
 
-/// A process whose tensors are a fill levelling off, as of its last
-/// allocator figures (bytes).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Fill {
-    /// Where its tensors level off.
-    pub(crate) level: f64,
-    /// What they hold now.
-    pub(crate) tensors: f64,
-    /// What its caching allocator holds beyond them (reserved, idle).
-    pub(crate) idle: f64,
-}
-
-impl Fill {
-    /// How much more the driver will see it take: what its tensors have
-    /// still to add, less what its allocator already holds idle. The
-    /// cache is taken as reusable (PyTorch frees it and retries before an
-    /// allocation fails); where it is fragmented the allocator takes new
-    /// segments anyway, and the driver's figure goes on up a step or two
-    /// (`twentyfourth/01`: 67.4 GiB said, 71.65 GiB reached).
-    pub(crate) fn more(&self) -> f64 {
-        (self.level - self.tensors - self.idle).max(0.0)
-    }
+/// How much more the driver will see a fill take, bytes: what its tensors
+/// have still to add to reach `level` from `tensors`, less what its
+/// caching allocator already holds idle beyond them (`idle`: reserved less
+/// allocated). The cache is taken as reusable (PyTorch frees it and
+/// retries before an allocation fails); where it is fragmented the
+/// allocator takes new segments anyway, and the driver's figure goes on
+/// up a step or two (`twentyfourth/01`: 67.4 GiB said, 71.65 GiB reached).
+pub(crate) fn beyond_cache(level: f64, tensors: f64, idle: f64) -> f64 {
+    (level - tensors - idle).max(0.0)
 }
 
 /// The tensors of one process, to tell a fill that levels off.

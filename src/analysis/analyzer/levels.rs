@@ -26,9 +26,9 @@ impl Analyzer {
         for tr in self.procs.values().filter(|tr| tr.a.alive) {
             let gpu = tr.a.id.gpu;
             match tr.levelling {
-                Some(fill) => {
+                Some(rest) => {
                     if let Some(m) = more.entry(gpu).or_insert(Some(0.0)) {
-                        *m += fill.more();
+                        *m += rest;
                     }
                 }
                 None if tr.series.phase.phase() == Phase::Growing

@@ -10,7 +10,9 @@ use crate::analysis::demand::ProcDemand;
 use crate::analysis::envelope::{Envelope, Rises};
 use crate::analysis::forecast::{self, Room};
 use crate::analysis::leak::LeakDetector;
-use crate::analysis::levelling::{Fill, Levelling};
+use crate::analysis::levelling::Levelling;
+#[cfg(doc)]
+use crate::analysis::levelling::beyond_cache;
 use crate::analysis::series::Series;
 use crate::analysis::spike::PendingRise;
 use crate::analysis::tensors::TensorLeak;
@@ -118,8 +120,9 @@ pub(super) struct ProcTrack {
     pub(super) shifted_ms: Option<Millis>,
     /// Its tensors, to tell a fill that levels off (kept over level shifts).
     pub(super) fill: Levelling,
-    /// Its tensors, while they are a fill levelling off.
-    pub(super) levelling: Option<Fill>,
+    /// While its tensors are a fill levelling off: how much more the
+    /// driver will see it take (bytes, [`beyond_cache`]).
+    pub(super) levelling: Option<f64>,
     pub(super) a: ProcAssessment,
 }
 

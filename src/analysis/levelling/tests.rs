@@ -199,15 +199,11 @@ fn a_cache_that_fills_in_bursts_with_figures_that_stall_is_levelling_off() {
 
 #[test]
 fn the_cache_already_held_is_room_for_the_rest_of_the_fill() {
-    let fill = |idle: f64| Fill {
-        level: 48.0 * GIB,
-        tensors: 40.0 * GIB,
-        idle: idle * GIB,
-    };
+    let fill = |idle: f64| beyond_cache(48.0 * GIB, 40.0 * GIB, idle * GIB);
     // 8 GiB to come: none of it in the cache, some, or all of it.
-    assert_eq!(fill(0.0).more() / GIB, 8.0);
-    assert_eq!(fill(3.0).more() / GIB, 5.0);
-    assert_eq!(fill(12.0).more(), 0.0);
+    assert_eq!(fill(0.0) / GIB, 8.0);
+    assert_eq!(fill(3.0) / GIB, 5.0);
+    assert_eq!(fill(12.0), 0.0);
 }
 
 #[test]
