@@ -32,29 +32,7 @@ pub const INTERVAL_RANGE: RangeInclusive<Duration> =
 /// Reads an interval as `[sampling] interval` is read (`500ms`, `1s`, `1m`),
 /// within [`INTERVAL_RANGE`]; the error says why, without the value.
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
-    let range = || {
-        format!(
-            "between {} and {}",
-            units::format_duration(*INTERVAL_RANGE.start()),
-            units::format_duration(*INTERVAL_RANGE.end())
-        )
-    };
-    // The unit's examples are any duration's; an interval's are its range.
-    let d = units::parse_duration_or_why(s).map_err(|why| {
-        if units::is_too_large(&why) {
-            format!("{why}, must be {}", range())
-        } else {
-            format!(
-                "not a duration: {why}; use e.g. 500ms, 1s, 10s ({})",
-                range()
-            )
-        }
-    })?;
-    if INTERVAL_RANGE.contains(&d) {
-        Ok(d)
-    } else {
-        Err(format!("must be {}, as [sampling] interval", range()))
-    }
+    units::parse_duration_in(s, &INTERVAL_RANGE, ", as [sampling] interval")
 }
 
 /// Reads a listen address as `[serve] listen` is read: an IP address and a

@@ -5,6 +5,7 @@
 //! line, key and value); formatters write the same syntax back.
 
 use std::net::{IpAddr, SocketAddr};
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use super::load::cap;
@@ -32,7 +33,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// As [`parse_duration`], the error only why it is not one (the caller
 /// gives the examples that fit it).
-pub(crate) fn parse_duration_or_why(s: &str) -> Result<Duration, String> {
+fn parse_duration_or_why(s: &str) -> Result<Duration, String> {
     use humantime::DurationError as E;
     let why = match humantime::parse_duration(s.trim()) {
         Ok(d) => return Ok(d),
@@ -43,6 +44,49 @@ pub(crate) fn parse_duration_or_why(s: &str) -> Result<Duration, String> {
         Err(E::InvalidCharacter(_) | E::NumberExpected(_)) => "not a number with a unit".to_owned(),
     };
     Err(why)
+}
+
+/// Reads a duration for a key or flag whose range is `range_text`
+/// ("between 100ms and 1m"). Where it is no duration, the message gives
+/// the units and that range, not examples that may lie outside it (`10m`
+/// for an interval of at most `1m`). A number too large to hold comes back
+/// as [`is_too_large`] says, for the caller to add the range; the range
+/// itself is the caller's to check ([`parse_duration_in`] does both).
+pub(crate) fn parse_duration_for(s: &str, range_text: &str) -> Result<Duration, String> {
+    parse_duration_or_why(s).map_err(|why| {
+        if is_too_large(&why) {
+            return why;
+        }
+        // "Not a number with a unit" is what the advice says already.
+        let why = if why.starts_with("not a number") {
+            String::new()
+        } else {
+            format!(": {why}")
+        };
+        format!("not a duration{why}; use a number with a unit (ms, s, m, h, d) {range_text}")
+    })
+}
+
+/// Reads a duration that must lie in `range` (a flag's: `--interval`, the
+/// fleet's `--refresh`): the message of [`parse_duration_for`], or "must
+/// be between 100ms and 1m{as_what}" outside the range (`as_what` may say
+/// whose range it is: ", as [sampling] interval").
+pub(crate) fn parse_duration_in(
+    s: &str,
+    range: &RangeInclusive<Duration>,
+    as_what: &str,
+) -> Result<Duration, String> {
+    let range_text = format!(
+        "between {} and {}",
+        format_duration(*range.start()),
+        format_duration(*range.end())
+    );
+    match parse_duration_for(s, &range_text) {
+        Ok(d) if range.contains(&d) => Ok(d),
+        Ok(_) => Err(format!("must be {range_text}{as_what}")),
+        Err(why) if is_too_large(&why) => Err(format!("{why}, must be {range_text}")),
+        Err(why) => Err(why),
+    }
 }
 
 /// Writes a duration the way [`parse_duration`] reads it (`100ms`, `1m`, `7days`).
@@ -228,6 +272,31 @@ mod tests {
         assert!(e.contains("`parsecs` is not a time unit"), "{e}");
         assert!(parse_duration("").unwrap_err().contains("empty"));
         assert!(parse_duration("soon").unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn durations_with_a_range_give_the_units_and_that_range() {
+        let r = Duration::from_secs(1)..=Duration::from_secs(3600);
+        assert_eq!(
+            parse_duration_in("30s", &r, ""),
+            Ok(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_duration_in("soon", &r, "").unwrap_err(),
+            "not a duration; use a number with a unit (ms, s, m, h, d) between 1s and 1h"
+        );
+        assert_eq!(
+            parse_duration_in("5", &r, "").unwrap_err(),
+            "not a duration: the number has no unit; use a number with a unit (ms, s, m, h, d) between 1s and 1h"
+        );
+        assert_eq!(
+            parse_duration_in("500ms", &r, ", as X").unwrap_err(),
+            "must be between 1s and 1h, as X"
+        );
+        assert_eq!(
+            parse_duration_in("99999999999999999999d", &r, "").unwrap_err(),
+            "a duration too large, must be between 1s and 1h"
+        );
     }
 
     #[test]

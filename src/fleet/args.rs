@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 
 use super::client::{Auth, parse_base};
 use super::queries::{DEFAULT_HOST_LABELS, Queries};
+use crate::config::units::parse_duration_in;
 
 /// The Prometheus base URL when `--prometheus` is not given.
 pub const ENV_URL: &str = "VRAMWATCH_FLEET_PROMETHEUS";
@@ -95,24 +96,16 @@ pub enum Color {
     Truecolor,
 }
 
+/// How often the fleet asks each host: 1s to 1h.
 fn parse_refresh(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 5s, 30s, 1m"))?;
-    if d < Duration::from_secs(1) || d > Duration::from_secs(3600) {
-        return Err(format!(
-            "`{s}`: the fleet refreshes every 1s at the most and 1h at the least"
-        ));
-    }
-    Ok(d)
+    let range = Duration::from_secs(1)..=Duration::from_secs(3600);
+    parse_duration_in(s, &range, "")
 }
 
+/// How long one host may take to answer: 100ms to 10m.
 fn parse_timeout(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("`{s}` is not a duration ({e}); use e.g. 2s, 500ms"))?;
-    if d < Duration::from_millis(100) || d > Duration::from_secs(600) {
-        return Err(format!("`{s}`: give between 100ms and 10m"));
-    }
-    Ok(d)
+    let range = Duration::from_millis(100)..=Duration::from_secs(600);
+    parse_duration_in(s, &range, "")
 }
 
 /// Everything the fleet needs, resolved and checked.
@@ -267,6 +260,20 @@ mod tests {
         v.push("--once");
         assert!(Cli::try_parse_from(v).is_ok());
         assert!(Cli::try_parse_from(["fleet", "--top", "0"]).is_err());
-        assert!(Cli::try_parse_from(["fleet", "--timeout", "1ms"]).is_err());
+        let Err(e) = Cli::try_parse_from(["fleet", "--timeout", "1ms"]) else {
+            panic!("--timeout 1ms accepted");
+        };
+        assert!(
+            e.to_string().contains("must be between 100ms and 10m"),
+            "{e}"
+        );
+        let Err(e) = Cli::try_parse_from(["fleet", "--interval", "often"]) else {
+            panic!("--interval often accepted");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("use a number with a unit (ms, s, m, h, d) between 1s and 1h"),
+            "{e}"
+        );
     }
 }

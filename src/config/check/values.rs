@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::{Got, Validator, between_text};
 use crate::config::raw::{DurationKind, DurationOrOffKind, S, Scalar, Text};
-use crate::config::units::{format_duration, is_too_large, parse_duration_or_why};
+use crate::config::units::{format_duration, is_too_large, parse_duration_for};
 
 impl Validator<'_> {
     /// A whole-number key: its value when given and within `range`; a
@@ -87,7 +87,7 @@ impl Validator<'_> {
             return fallback;
         };
         let text = between_text(&range, format_duration);
-        let parsed = parse_within(&s, &text);
+        let parsed = parse_duration_for(&s, &text);
         match self.in_range(label, f.span(), parsed, &range, text, "") {
             Some(d) => Got::written(d, f.span()),
             None => fallback,
@@ -113,7 +113,7 @@ impl Validator<'_> {
         }
         let text = between_text(&range, format_duration);
         let also = ", or \"off\"";
-        let parsed = parse_within(&s, &text);
+        let parsed = parse_duration_for(&s, &text);
         match self.in_range(label, f.span(), parsed, &range, text, also) {
             Some(d) => Got::written(Some(d), f.span()),
             None => fallback,
@@ -140,23 +140,4 @@ impl Validator<'_> {
     pub(super) fn boolean(f: &S<bool>, default: bool) -> bool {
         f.as_ref().map_or(default, |b| *b.get_ref())
     }
-}
-
-/// Reads a duration for a key whose range is `range_text` ("between 1s
-/// and 1h"): where it is no duration, the message gives the units and
-/// that range, not examples that may lie outside it (`10m` for an
-/// interval of at most `1m`).
-fn parse_within(s: &str, range_text: &str) -> Result<Duration, String> {
-    parse_duration_or_why(s).map_err(|why| {
-        if is_too_large(&why) {
-            return why;
-        }
-        // "Not a number with a unit" is what the advice says already.
-        let why = if why.starts_with("not a number") {
-            String::new()
-        } else {
-            format!(": {why}")
-        };
-        format!("not a duration{why}; use a number with a unit (ms, s, m, h, d) {range_text}")
-    })
 }
