@@ -568,6 +568,23 @@ fn the_corpus_held_out_from_the_twenty_third_session_changes_scores_at_least_as_
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
 
+/// `twentysixth/` (plan written and committed 2026-12-06, c227653, after
+/// session 23's analysis change; recorded on an H100 at the start of
+/// session 24 with the code that session started from, 5898003), scored
+/// once before any change: 6 of 7 checkpoints (5 of 5 where the growth had
+/// run 15 s) and the seventh shown at risk (`fragment` ×1.1, 14 s of
+/// growth), shown by T−30 s on 3 of 3, leak flags within 19 s on two runs
+/// (`curriculum/batch` and the 14-second `fragment` never flagged); no
+/// false alarm on the KV cache (τ 26 s), `healthy_train` ×1.1 or
+/// `weights_load`.
+#[test]
+fn the_corpus_recorded_at_the_start_of_the_twenty_fourth_session_scores_at_least_as_it_did() {
+    let s = scored_set("twentysixth", (7, 4, 7), 6, 19.5, 0, &[]);
+    assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
+    assert!(s.held + s.at_risk_only >= 7, "{s:?}");
+    assert!(s.never_flagged <= 2, "{s:?}");
+}
+
 /// KV caches whose tensors level off, where what the tensors have still to
 /// add fits in the cache their allocator already holds (PyTorch frees that
 /// cache and retries before an allocation fails), and where the level
