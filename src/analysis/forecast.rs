@@ -37,7 +37,6 @@ use serde::Serialize;
 
 use crate::analysis::slope::Rate;
 use crate::model::Millis;
-use crate::model::units::duration_short;
 
 /// Forecasts further out than this are not made (a week).
 pub(crate) const MAX_HORIZON_S: f64 = 7.0 * 86_400.0;
@@ -149,16 +148,11 @@ impl Forecast {
         self
     }
 
-    /// "~2m10s (1m50s–2m40s)"; "~2m10s (1m50s–?)" when open-ended; "≤44s"
-    /// where the estimate rounds to nought (as the screen says it:
-    /// `app::Eta::describe`).
+    /// As [`Eta::describe`] says it, from when it was made: "~2m10s
+    /// (1m50s–2m20s)", "~2m10s (≥1m50s)" when open-ended, "≤44s" where the
+    /// estimate rounds to nought.
     pub fn label(&self) -> String {
-        let d = |s: f64| duration_short(s.max(0.0).round() as u64);
-        match self.high_s {
-            Some(h) if self.eta_s.round() <= 0.0 => format!("≤{}", d(h)),
-            Some(h) => format!("~{} ({}–{})", d(self.eta_s), d(self.low_s), d(h)),
-            None => format!("~{} ({}–?)", d(self.eta_s), d(self.low_s)),
-        }
+        crate::analysis::Eta::of(self, self.made_ms).describe()
     }
 }
 
@@ -347,7 +341,7 @@ mod tests {
         let f = forecast(0, Room::flat(60 << 30), r, 0.0, 1.0).unwrap();
         assert_eq!(f.high_s, None);
         assert!(f.contains(u64::MAX));
-        assert_eq!(f.label(), "~1m00s (30s–?)");
+        assert_eq!(f.label(), "~1m00s (≥30s)");
     }
 
     #[test]

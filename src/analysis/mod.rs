@@ -11,6 +11,7 @@ pub mod alerts;
 pub mod allocator;
 pub(crate) mod demand;
 pub(crate) mod envelope;
+mod eta;
 pub(crate) mod forecast;
 pub(crate) mod hook;
 pub mod leak;
@@ -31,6 +32,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 pub use alerts::{Alert, AlertKind, AlertLevels};
+pub use eta::Eta;
 pub use forecast::{Forecast, Room};
 pub use hook::{HookError, alert_env, run_hook};
 pub use leak::{LeakFlag, LeakParams, LeakSeen};

@@ -32,9 +32,10 @@ use crate::model::{Event as ModelEvent, Millis, SystemInfo};
 use crate::pipeline::Analyzed;
 use crate::theme::Theme;
 
+pub use crate::analysis::Eta;
 pub use action::Action;
 pub use event::{Event, Outcome, RecordingStatus};
-pub use insight::{Eta, GpuInsight, ProcInsight};
+pub use insight::{GpuInsight, ProcInsight};
 use insight::{Insight, Paused};
 pub use playback::{Mode, Playback, Replay, Timeline};
 use rows::Row;

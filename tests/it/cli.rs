@@ -735,11 +735,13 @@ fn replaying_only_damaged_snapshots_says_why() {
 
 #[test]
 fn a_bad_interval_is_told_the_interval_s_own_range() {
-    // The examples fit `--interval` (100ms to 1m), not any duration.
+    // The advice is the units and `--interval`'s range (100ms to 1m), as
+    // the config file's `[sampling] interval` gives it, not examples that
+    // may lie outside it.
     for (bad, says) in [
         (
             "banana",
-            "not a number with a unit; use e.g. 500ms, 1s, 10s (between 100ms and 1m)",
+            "not a duration; use a number with a unit (ms, s, m, h, d) between 100ms and 1m",
         ),
         ("5ms", "must be between 100ms and 1m"),
         (

@@ -11,6 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Sparkline, SparklineBar, Widget};
 
 use super::{bar, graded, memory_text, put, scrape_cell};
+use crate::analysis::Eta;
 use crate::fleet::app::{FleetApp, Table};
 use crate::fleet::layout::{detail_split, gpu_columns};
 use crate::fleet::model::{GpuRow, Host};
@@ -240,15 +241,17 @@ fn gpu_cell(app: &FleetApp, g: &GpuRow, c: GpuCol) -> (String, Style) {
             Some(p) => (format!("{p:.0}W"), t.text),
             None => blank(),
         },
-        GpuCol::FullIn => match (g.full_in_s, g.full_in_high_s) {
-            // At risk the central estimate is "now": the range's end, as
-            // the dashboard says it (`Eta::describe`).
-            (Some(s), Some(h)) if s.round() <= 0.0 => (
-                format!("≤{}", duration_short(h.max(0.0).ceil() as u64)),
-                t.crit,
-            ),
-            (Some(s), _) => (duration_short(s.max(0.0).round() as u64), t.crit),
-            (None, _) => blank(),
+        // As the dashboard says it ("~2m10s"; at risk, "≤44s").
+        GpuCol::FullIn => match g.full_in_s {
+            Some(s) => {
+                let eta = Eta {
+                    low_s: 0.0,
+                    eta_s: s.max(0.0),
+                    high_s: g.full_in_high_s.map(|h| h.max(0.0)),
+                };
+                (eta.describe_short(), t.crit)
+            }
+            None => blank(),
         },
         GpuCol::Memory | GpuCol::MemHistory | GpuCol::UtilHistory => blank(),
     }

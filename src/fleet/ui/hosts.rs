@@ -7,11 +7,12 @@ use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
 use super::{bar, graded, memory_text, put, scrape_cell, titles, visible};
+use crate::analysis::Eta;
 use crate::fleet::app::{FleetApp, Table};
 use crate::fleet::layout::host_columns;
 use crate::fleet::model::{Health, Host};
 use crate::fleet::table::HostCol;
-use crate::model::units::{MIB, duration_short, rate_short};
+use crate::model::units::{MIB, rate_short};
 
 /// Columns that show what only vramwatch reports: on a dcgm-exporter host
 /// they are one "no process data" mark.
@@ -156,10 +157,13 @@ fn cell(app: &FleetApp, h: &Host, c: HostCol) -> (String, Style) {
             Some(s) if s.round() <= 0.0 => ("at risk".into(), t.crit),
             Some(s) => {
                 let soon = s <= app.config().alerts.forecast_below.as_secs_f64();
-                (
-                    duration_short(s.max(0.0).round() as u64),
-                    if soon { t.crit } else { t.warn },
-                )
+                // Rounded as the dashboard and the drill-down round it.
+                let eta = Eta {
+                    low_s: 0.0,
+                    eta_s: s,
+                    high_s: None,
+                };
+                (eta.describe_short(), if soon { t.crit } else { t.warn })
             }
             None => plain(String::new()),
         },
