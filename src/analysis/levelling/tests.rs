@@ -251,3 +251,52 @@ fn a_level_is_not_kept_once_the_tensors_grow_past_it_or_on() {
         assert_eq!(l.level_now(TOTAL), None, "{s} s");
     }
 }
+
+#[test]
+fn a_steady_level_holds_the_leak_flag_while_the_fit_finds_none() {
+    // A cache towards 48 GiB for 45 s: the level found settles.
+    let f = |s: u64| 8.0 + 40.0 * (1.0 - (-(s as f64) / 30.0).exp());
+    let mut l = Levelling::default();
+    for s in 0..45 {
+        l.push(1_000_000 + s * 1000, (f(s) * GIB) as u64);
+        l.level_now(TOTAL);
+    }
+    assert!(l.steady_level_holds());
+    let level = l.level_now(TOTAL).expect("levelling off") / GIB;
+    // A burst of 2.85 GiB (a fast rise starts the fill anew: no fit for
+    // 15 s), then growth still below the level found (0.5 GiB in 5 s: not
+    // a pause).
+    let at = |s: u64, gib: f64| (1_000_000 + s * 1000, (gib * GIB) as u64);
+    let (t, v) = at(45, f(44) + 2.85);
+    l.push(t, v);
+    let mut held = Vec::new();
+    for s in 46..65 {
+        let (t, v) = at(s, f(44) + 2.85 + 0.1 * (s - 45) as f64);
+        assert!(s > 59 || (v as f64 / GIB) < level, "{s} s");
+        l.push(t, v);
+        held.push((s, l.level_now(TOTAL), l.steady_level_holds()));
+    }
+    // Growing, so not a pause: the forecast's level is gone at once ...
+    assert!(held.iter().all(|(_, now, _)| now.is_none()), "{held:?}");
+    // ... but the leak flag waits 15 s from the last level found.
+    assert!(held.iter().all(|&(s, _, h)| h == (s <= 59)), "{held:?}");
+}
+
+#[test]
+fn a_leak_interrupted_by_an_evaluation_pass_has_no_steady_level() {
+    // 0.25 GiB/s from 40 GiB, flat for 4 s every 12 s (an evaluation
+    // pass): the fit finds levels (the pauses read as slowing), but each
+    // higher than the last, so none is steady and none holds the flag.
+    let f = |s: u64| {
+        let paused = (s / 12) * 4 + (s % 12).saturating_sub(8).min(4);
+        40.0 + 0.25 * (s - paused) as f64
+    };
+    let mut l = Levelling::default();
+    let mut found = 0;
+    for s in 0..80 {
+        l.push(1_000_000 + s * 1000, (f(s) * GIB) as u64);
+        found += usize::from(l.level_now(TOTAL).is_some());
+        assert!(!l.steady_level_holds(), "{s} s");
+    }
+    assert!(found > 0);
+}
