@@ -585,6 +585,22 @@ fn the_corpus_recorded_at_the_start_of_the_twenty_fourth_session_scores_at_least
     assert!(s.never_flagged <= 2, "{s:?}");
 }
 
+/// `twentyseventh/` (plan written and committed 2026-12-06, e398690, after
+/// `twentysixth/` was scored and before session 24 changed the analysis;
+/// recorded on an H100 with 5898003), sealed until the session's analysis
+/// change (16a5055: a steady level holds the leak flag back) was made,
+/// then scored once: 8 of 8 checkpoints (7 of 7 where the growth had run
+/// 15 s), shown by T−30 s on 4 of 4, leak flags 19 s after the growth on
+/// all 4 OOM runs; no false alarm on the KV cache (τ 36 s),
+/// `healthy_train` ×1.0 or `vision_steady` ×1.05. The session-start code
+/// scores it the same.
+#[test]
+fn the_corpus_held_out_from_the_twenty_fourth_session_changes_scores_at_least_as_it_did() {
+    let s = scored_set("twentyseventh", (7, 4, 8), 8, 19.5, 0, &[]);
+    assert!(s.shown_by_30 >= 4 && s.settled_held >= 7, "{s:?}");
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
+
 /// KV caches whose tensors level off, where what the tensors have still to
 /// add fits in the cache their allocator already holds (PyTorch frees that
 /// cache and retries before an allocation fails), and where the level
