@@ -24,7 +24,7 @@ use std::thread::JoinHandle;
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-use crate::analysis::{Alert, AnalysisConfig, Analyzer, Assessment};
+use crate::analysis::{Alert, AlertKind, AnalysisConfig, Analyzer, Assessment};
 use crate::model::{Event, Millis, Snapshot, SystemInfo};
 use crate::sampler::{OnScreen, Sampler, Schedule};
 use crate::source::Source;
@@ -85,9 +85,9 @@ pub fn analyse(analyzer: &mut Analyzer, snapshot: Arc<Snapshot>) -> Analyzed {
             at_risk: g.at_risk_pct.is_some(),
         })
         .collect();
-    let alerts = analyzer.observe(&snapshot);
+    let mut alerts = analyzer.observe(&snapshot);
     let assessment = analyzer.assessment(snapshot.t_ms);
-    let notes = notes(&before, &assessment, snapshot.t_ms);
+    let notes = notes(&before, &assessment, &mut alerts, snapshot.t_ms);
     Analyzed {
         assessment,
         snapshot,
@@ -109,10 +109,17 @@ struct Before {
 /// next).
 const FORECAST_EPISODE_GAP_MS: Millis = 60_000;
 
+/// What a `forecast_full` alert raised with a forecast's first showing
+/// ends with.
+pub const FIRST_SHOWN_IN_ALERT: &str = "; forecast first shown";
+
 /// "Forecast first shown" and "at risk" notes, for GPUs where they began:
 /// a forecast after none for `FORECAST_EPISODE_GAP_MS`, the at-risk state
-/// after none (it lasts its window after the last peak).
-fn notes(before: &[Before], now: &Assessment, t_ms: u64) -> Vec<Event> {
+/// after none (it lasts its window after the last peak). Where the same
+/// snapshot raises the GPU's `forecast_full` alert, which gives the same
+/// figures, the alert says "forecast first shown" instead of a note of its
+/// own (two lines saying one thing in the events pane).
+fn notes(before: &[Before], now: &Assessment, alerts: &mut [Alert], t_ms: u64) -> Vec<Event> {
     use crate::model::EventKind;
     let mut out = Vec::new();
     for g in now.gpus() {
@@ -135,12 +142,18 @@ fn notes(before: &[Before], now: &Assessment, t_ms: u64) -> Vec<Event> {
             after_oom: false,
         };
         if let Some(f) = g.forecast.filter(|_| !had_forecast) {
-            out.push(note(format!(
-                "GPU {} forecast first shown: full in {} at {}",
-                g.index,
-                f.label(),
-                crate::model::units::rate_short(f.rate.bps)
-            )));
+            let alert = alerts
+                .iter_mut()
+                .find(|a| a.kind == AlertKind::ForecastFull && a.gpu == Some(g.index));
+            match alert {
+                Some(a) => a.message.push_str(FIRST_SHOWN_IN_ALERT),
+                None => out.push(note(format!(
+                    "GPU {} forecast first shown: full in {} at {}",
+                    g.index,
+                    f.label(),
+                    crate::model::units::rate_short(f.rate.bps)
+                ))),
+            }
         }
         if let Some(p) = g.at_risk_pct.filter(|_| !had_risk) {
             out.push(note(format!(

@@ -155,11 +155,16 @@ fn analysed_snapshots_carry_their_alerts_as_events_when_recorded() {
         .find(|a| a.alerts.is_empty() && a.notes.is_empty())
         .unwrap();
     assert!(Arc::ptr_eq(&without.recorded(), &without.snapshot));
-    // The forecast's first showing is noted once.
+    // The forecast's first showing is noted once: in the forecast alert
+    // raised with it, not in a note of its own as well.
     let shown: Vec<_> = all
         .iter()
-        .flat_map(|a| &a.notes)
+        .flat_map(|a| a.events())
         .filter(|n| n.message.contains("forecast first shown"))
         .collect();
     assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].message.starts_with("[warn forecast_full] GPU "),
+        "{shown:?}"
+    );
 }
