@@ -87,7 +87,7 @@ pub fn analyse(analyzer: &mut Analyzer, snapshot: Arc<Snapshot>) -> Analyzed {
         .collect();
     let mut alerts = analyzer.observe(&snapshot);
     let assessment = analyzer.assessment(snapshot.t_ms);
-    let notes = notes(&before, &assessment, &mut alerts, snapshot.t_ms);
+    let notes = notes_and_first_showings(&before, &assessment, &mut alerts, snapshot.t_ms);
     Analyzed {
         assessment,
         snapshot,
@@ -110,16 +110,22 @@ struct Before {
 const FORECAST_EPISODE_GAP_MS: Millis = 60_000;
 
 /// What a `forecast_full` alert raised with a forecast's first showing
-/// ends with.
-pub const FIRST_SHOWN_IN_ALERT: &str = "; forecast first shown";
+/// ends with (in its event, and in the message the alert command gets).
+const FIRST_SHOWN_IN_ALERT: &str = "; forecast first shown";
 
 /// "Forecast first shown" and "at risk" notes, for GPUs where they began:
 /// a forecast after none for `FORECAST_EPISODE_GAP_MS`, the at-risk state
 /// after none (it lasts its window after the last peak). Where the same
 /// snapshot raises the GPU's `forecast_full` alert, which gives the same
-/// figures, the alert says "forecast first shown" instead of a note of its
-/// own (two lines saying one thing in the events pane).
-fn notes(before: &[Before], now: &Assessment, alerts: &mut [Alert], t_ms: u64) -> Vec<Event> {
+/// figures, the alert's message says "forecast first shown" instead of a
+/// note of its own (two lines saying one thing in the events pane); the
+/// alert command's `VRAMWATCH_ALERT_MESSAGE` then says so too.
+fn notes_and_first_showings(
+    before: &[Before],
+    now: &Assessment,
+    alerts: &mut [Alert],
+    t_ms: u64,
+) -> Vec<Event> {
     use crate::model::EventKind;
     let mut out = Vec::new();
     for g in now.gpus() {

@@ -229,7 +229,7 @@ impl Analyzer {
                 .or_else(|| tr.tensors.flag(t).filter(|_| saturated))
                 .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill)
                 // Nor are tensors levelling off (a cache filling up).
-                .filter(|_| tr.levelling.is_none() && !tr.fill.steady_level_holds());
+                .filter(|_| tr.levelling.is_none() && !tr.fill.steady_level_holds(t));
             // One alert per flag: another once both have cleared.
             if cleared && flag.is_none() {
                 tr.leak_alerted = false;

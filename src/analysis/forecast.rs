@@ -148,7 +148,7 @@ impl Forecast {
         self
     }
 
-    /// As [`Eta::describe`] says it, from when it was made: "~2m10s
+    /// As [`crate::analysis::Eta::describe`] says it, from when it was made: "~2m10s
     /// (1m50s–2m20s)", "~2m10s (≥1m50s)" when open-ended, "≤44s" where the
     /// estimate rounds to nought.
     pub fn label(&self) -> String {

@@ -66,15 +66,21 @@ const HALVES_MS: Millis = 45_000;
 /// A level found is kept this long (ms) over a pause in the tensors'
 /// growth.
 const PAUSE_HOLD_MS: Millis = 15_000;
-/// A level found within this share of the GPU's memory of the one found
-/// before it is a steady level: the fit has settled. (A leak whose pace an
+/// A level found at a new point within this share of the GPU's memory of
+/// the one found at the point before it (at most [`STEADY_HOLD_MS`]
+/// earlier) is a steady level: the fit has settled. (A leak whose pace an
 /// evaluation pass interrupted can read as a fill levelling off for a few
 /// seconds, but the level found then climbs with it: `twentyfifth/07`'s
-/// went 62.7, 63.4, 64.3, 65.8, 68.5 GiB in 4 s; a KV cache's stays:
-/// `twentyfirst/01`'s 52.6, 52.3, 52.0, 52.4, 52.2.) Over every set, 0.75 %
-/// to 1.5 % score the same; 0.5 % quietens one KV cache fewer, 2 % loses
-/// a leak's flag.
+/// went 62.7, 63.4, 64.3, 65.8, 68.5 GiB in 4 s, steady only at its
+/// first step, 0.7 GiB on an 80 GB GPU; a KV cache's stays: `twentyfirst/01`'s
+/// 52.6, 52.3, 52.0, 52.4, 52.2.) Over every set, 0.75 % to 1.5 % score
+/// the same; 0.5 % quietens one KV cache fewer, 2 % loses a leak's flag.
 const STEADY_FRAC: f64 = 0.01;
+/// A steady level holds the leak flag back this long (ms) after it was
+/// found (by the sample's clock: figures that stop coming do not stretch
+/// it). 15 to 30 s score the same over every set; 10 s quietens one KV
+/// cache fewer.
+const STEADY_HOLD_MS: Millis = 15_000;
 /// And the level it would stop at under this share of the GPU's memory
 /// (room left: a fill that would level at the top is no plateau); for a
 /// GPU, the level of all its fills together.
@@ -141,7 +147,11 @@ impl Levelling {
     pub(crate) fn level_now(&mut self, total: u64) -> Option<f64> {
         let &(now, last) = self.points.back()?;
         if let Some(level) = self.level(total) {
-            if let Some((_, was)) = self.said
+            // Steady: found again at a newer point (a publish read twice
+            // finds the same level twice), not long after.
+            if let Some((at, was)) = self.said
+                && at < now
+                && now - at <= STEADY_HOLD_MS
                 && (level - was).abs() <= STEADY_FRAC * total as f64
             {
                 self.steady = Some((now, level));
@@ -158,19 +168,23 @@ impl Levelling {
     }
 
     /// Whether a steady level (found within [`STEADY_FRAC`] of the one
-    /// before it) was found within the last [`PAUSE_HOLD_MS`] and the
-    /// tensors still hold less than it, whether or not they grow now. The
+    /// before it) was found within [`STEADY_HOLD_MS`] before `t` (the
+    /// sample's time) and the tensors still hold less than it, whether or
+    /// not they grow now. (A later level that is not steady leaves it
+    /// standing: in `twentyfirst/01` the levels found jumped 54.4 → 59.5
+    /// GiB as a burst of entries came, and the tensors stayed under the
+    /// steady 52 GiB.) The
     /// leak flag waits while this holds: a cache's entries come in bursts
     /// of random sizes, and the fit over the last points finds a level at
     /// one sample and none at the next (`twentyfirst/01`: none for 4 s of
     /// 15 from 38 s on, and its leak flag came in such a gap, 51 s after
     /// its start). The GPU's forecast does not wait: held so, it hid a
     /// leak beneath a cache for an extra minute (`twentysecond/03`).
-    pub(crate) fn steady_level_holds(&self) -> bool {
-        let (Some(&(now, last)), Some((at, level))) = (self.points.back(), self.steady) else {
+    pub(crate) fn steady_level_holds(&self, t: Millis) -> bool {
+        let (Some(&(_, last)), Some((at, level))) = (self.points.back(), self.steady) else {
             return false;
         };
-        now.saturating_sub(at) <= PAUSE_HOLD_MS && last < level
+        t.saturating_sub(at) <= STEADY_HOLD_MS && last < level
     }
 
     /// Where the tensors would level off (bytes), if they are a fill that

@@ -32,7 +32,6 @@ use crate::model::{Event as ModelEvent, Millis, SystemInfo};
 use crate::pipeline::Analyzed;
 use crate::theme::Theme;
 
-pub use crate::analysis::Eta;
 pub use action::Action;
 pub use event::{Event, Outcome, RecordingStatus};
 pub use insight::{GpuInsight, ProcInsight};
@@ -278,7 +277,10 @@ impl App {
         Some(GpuInsight {
             rate_bps: g.rate.map_or(0.0, |r| r.bps),
             phase: g.phase,
-            full_in: g.forecast.as_ref().map(|f| Eta::of(f, now)),
+            full_in: g
+                .forecast
+                .as_ref()
+                .map(|f| crate::analysis::Eta::of(f, now)),
             at_risk_pct: g.at_risk_pct,
             levels_at: g.levels_at,
         })
@@ -292,7 +294,10 @@ impl App {
             rate_bps: p.rate.map_or(0.0, |r| r.bps),
             phase: p.phase,
             leak: p.leak,
-            full_in: p.forecast.as_ref().map(|f| Eta::of(f, now)),
+            full_in: p
+                .forecast
+                .as_ref()
+                .map(|f| crate::analysis::Eta::of(f, now)),
         })
     }
 

@@ -281,49 +281,6 @@ fn jumping_between_events_says_where_it_landed() {
 }
 
 #[test]
-fn the_short_forecast_rounds_as_the_long_one() {
-    let e = Eta {
-        low_s: 160.0,
-        eta_s: 201.0,
-        high_s: Some(240.0),
-    };
-    assert_eq!(e.describe(), "~3m20s (2m40s–4m00s)");
-    assert_eq!(e.describe_short(), "~3m20s");
-}
-
-#[test]
-fn a_forecast_whose_estimate_rounds_to_nought_says_its_latest_end() {
-    // The next transient may not fit now, but the job may run on for 44 s
-    // (`twentieth/02` read "~0s (0s–32s)" for 25 s before its OOM).
-    let e = Eta {
-        low_s: 0.0,
-        eta_s: 0.4,
-        high_s: Some(43.2),
-    };
-    assert_eq!(e.describe(), "≤44s");
-    assert_eq!(e.describe_short(), "≤44s");
-    let f = crate::analysis::Forecast {
-        made_ms: 0,
-        room: crate::analysis::Room::flat(0),
-        rate: crate::analysis::Rate {
-            bps: 1.0,
-            low: 1.0,
-            high: 1.0,
-        },
-        eta_s: 0.4,
-        low_s: 0.0,
-        high_s: Some(43.6),
-    };
-    assert_eq!(f.label(), "≤44s");
-    // Open-ended, or an estimate of a second: as before.
-    assert_eq!(Eta { high_s: None, ..e }.describe(), "~0s (≥0s)");
-    assert_eq!(
-        crate::analysis::Forecast { eta_s: 0.6, ..f }.label(),
-        "~1s (0s–44s)"
-    );
-}
-
-#[test]
 fn process_utilisation_is_on_screen_only_with_the_sm_column_or_a_drill_down() {
     // With every column configured (the default), SM% is shown from 68
     // columns on and dropped below.

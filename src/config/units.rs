@@ -32,7 +32,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// As [`parse_duration`], the error only why it is not one (the caller
-/// gives the examples that fit it).
+/// gives the advice that fits it: examples, or the units and its range).
 fn parse_duration_or_why(s: &str) -> Result<Duration, String> {
     use humantime::DurationError as E;
     let why = match humantime::parse_duration(s.trim()) {
@@ -68,9 +68,10 @@ pub(crate) fn parse_duration_for(s: &str, range_text: &str) -> Result<Duration, 
 }
 
 /// Reads a duration that must lie in `range` (a flag's: `--interval`, the
-/// fleet's `--refresh`): the message of [`parse_duration_for`], or "must
-/// be between 100ms and 1m{as_what}" outside the range (`as_what` may say
-/// whose range it is: ", as [sampling] interval").
+/// fleet's `--interval` and `--timeout`): the message of
+/// [`parse_duration_for`], or "must be between 100ms and 1m{as_what}"
+/// outside the range or too large to hold (`as_what` may say whose range
+/// it is: ", as [sampling] interval").
 pub(crate) fn parse_duration_in(
     s: &str,
     range: &RangeInclusive<Duration>,
@@ -84,7 +85,7 @@ pub(crate) fn parse_duration_in(
     match parse_duration_for(s, &range_text) {
         Ok(d) if range.contains(&d) => Ok(d),
         Ok(_) => Err(format!("must be {range_text}{as_what}")),
-        Err(why) if is_too_large(&why) => Err(format!("{why}, must be {range_text}")),
+        Err(why) if is_too_large(&why) => Err(format!("{why}, must be {range_text}{as_what}")),
         Err(why) => Err(why),
     }
 }
