@@ -616,13 +616,7 @@ fn kv_caches_whose_rest_fits_the_cache_already_held_do_not_alarm() {
         ("twentysecond", "01-"),
         ("twentythird", "01-"),
     ] {
-        let runs = corpus(set);
-        let r = runs
-            .iter()
-            .find(|r| r.run.starts_with(run))
-            .unwrap_or_else(|| panic!("{set}/{run}"));
-        assert!(r.label.starts_with("kv_plateau/default"), "{r:?}");
-        assert_eq!(r.false_alarms, Vec::<String>::new(), "{set}: {r:?}");
+        kv_cache_is_quiet(set, run);
     }
 }
 
@@ -635,14 +629,20 @@ fn kv_caches_whose_rest_fits_the_cache_already_held_do_not_alarm() {
 #[test]
 fn kv_caches_whose_fit_flickers_raise_no_leak_flag() {
     for (set, run) in [("ninth", "05-"), ("twentyfirst", "01-")] {
-        let runs = corpus(set);
-        let r = runs
-            .iter()
-            .find(|r| r.run.starts_with(run))
-            .unwrap_or_else(|| panic!("{set}/{run}"));
-        assert!(r.label.starts_with("kv_plateau/default"), "{r:?}");
-        assert_eq!(r.false_alarms, Vec::<String>::new(), "{set}: {r:?}");
+        kv_cache_is_quiet(set, run);
     }
+}
+
+/// The run of `set` whose name starts with `run` is a KV cache, and raised
+/// no false alarm.
+fn kv_cache_is_quiet(set: &str, run: &str) {
+    let runs = corpus(set);
+    let r = runs
+        .iter()
+        .find(|r| r.run.starts_with(run))
+        .unwrap_or_else(|| panic!("{set}/{run}"));
+    assert!(r.label.starts_with("kv_plateau/default"), "{r:?}");
+    assert_eq!(r.false_alarms, Vec::<String>::new(), "{set}: {r:?}");
 }
 
 /// A held-out set's summary, checked for its (runs, OOM runs, checkpoints),
