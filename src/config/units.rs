@@ -10,60 +10,72 @@ use std::time::Duration;
 
 use super::load::cap;
 
-/// What a parser says of a number too large to hold. The caller adds the
-/// key's range: `a duration too large, must be between 100ms and 1m`.
-const TOO_LARGE: &str = "too large";
+/// Why a text is not a value of its unit.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Unreadable {
+    /// A number too large to hold, of this kind ("a duration"): the caller
+    /// adds the key's range (`a duration too large, must be between 100ms
+    /// and 1m`).
+    TooLarge(&'static str),
+    /// Anything else, said for people, without the value.
+    Why(String),
+}
 
-/// Whether a parser's message says the value is too large (the caller then
-/// gives the range).
-pub(crate) fn is_too_large(why: &str) -> bool {
-    why.ends_with(TOO_LARGE)
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::TooLarge(what) => write!(f, "{what} too large"),
+            Unreadable::Why(why) => f.write_str(why),
+        }
+    }
 }
 
 /// Parses a duration such as `500ms`, `1s`, `10m`, `1h30m`, `7days`.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    parse_duration_or_why(s).map_err(|why| {
-        if is_too_large(&why) {
-            why
-        } else {
-            format!("not a duration: {why}; use e.g. 500ms, 1s, 10m, 2h, 7d")
-        }
+    parse_duration_or_why(s).map_err(|why| match why {
+        Unreadable::Why(why) => format!("not a duration: {why}; use e.g. 500ms, 1s, 10m, 2h, 7d"),
+        too_large => too_large.to_string(),
     })
 }
 
 /// As [`parse_duration`], the error only why it is not one (the caller
 /// gives the advice that fits it: examples, or the units and its range).
-fn parse_duration_or_why(s: &str) -> Result<Duration, String> {
+fn parse_duration_or_why(s: &str) -> Result<Duration, Unreadable> {
     use humantime::DurationError as E;
     let why = match humantime::parse_duration(s.trim()) {
         Ok(d) => return Ok(d),
         Err(E::UnknownUnit { unit, .. }) if unit.is_empty() => "the number has no unit".to_owned(),
         Err(E::UnknownUnit { unit, .. }) => format!("`{}` is not a time unit", cap(&unit)),
         Err(E::Empty) => "it is empty".to_owned(),
-        Err(E::NumberOverflow) => format!("a duration {TOO_LARGE}"),
-        Err(E::InvalidCharacter(_) | E::NumberExpected(_)) => "not a number with a unit".to_owned(),
+        Err(E::NumberOverflow) => return Err(Unreadable::TooLarge("a duration")),
+        Err(E::InvalidCharacter(_) | E::NumberExpected(_)) => NOT_A_NUMBER.to_owned(),
     };
-    Err(why)
+    Err(Unreadable::Why(why))
 }
+
+/// Why a duration that is not a number with a unit is not one.
+const NOT_A_NUMBER: &str = "not a number with a unit";
 
 /// Reads a duration for a key or flag whose range is `range_text`
 /// ("between 100ms and 1m"). Where it is no duration, the message gives
 /// the units and that range, not examples that may lie outside it (`10m`
 /// for an interval of at most `1m`). A number too large to hold comes back
-/// as [`is_too_large`] says, for the caller to add the range; the range
+/// as [`Unreadable::TooLarge`], for the caller to add the range; the range
 /// itself is the caller's to check ([`parse_duration_in`] does both).
-pub(crate) fn parse_duration_for(s: &str, range_text: &str) -> Result<Duration, String> {
-    parse_duration_or_why(s).map_err(|why| {
-        if is_too_large(&why) {
-            return why;
+pub(crate) fn parse_duration_for(s: &str, range_text: &str) -> Result<Duration, Unreadable> {
+    parse_duration_or_why(s).map_err(|why| match why {
+        Unreadable::Why(why) => {
+            // "Not a number with a unit" is what the advice says already.
+            let why = if why == NOT_A_NUMBER {
+                String::new()
+            } else {
+                format!(": {why}")
+            };
+            Unreadable::Why(format!(
+                "not a duration{why}; use a number with a unit (ms, s, m, h, d) {range_text}"
+            ))
         }
-        // "Not a number with a unit" is what the advice says already.
-        let why = if why.starts_with("not a number") {
-            String::new()
-        } else {
-            format!(": {why}")
-        };
-        format!("not a duration{why}; use a number with a unit (ms, s, m, h, d) {range_text}")
+        too_large => too_large,
     })
 }
 
@@ -85,8 +97,8 @@ pub(crate) fn parse_duration_in(
     match parse_duration_for(s, &range_text) {
         Ok(d) if range.contains(&d) => Ok(d),
         Ok(_) => Err(format!("must be {range_text}{as_what}")),
-        Err(why) if is_too_large(&why) => Err(format!("{why}, must be {range_text}{as_what}")),
-        Err(why) => Err(why),
+        Err(Unreadable::Why(why)) => Err(why),
+        Err(too_large) => Err(format!("{too_large}, must be {range_text}{as_what}")),
     }
 }
 
@@ -153,7 +165,7 @@ const SIZE_HELP: &str = "use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB";
 
 /// Parses a number of bytes with an optional unit (`512MiB`, `1.5GiB`,
 /// `100MB`, `4096`); the error is why, without the value.
-fn bytes(t: &str) -> Result<f64, String> {
+fn bytes(t: &str) -> Result<f64, Unreadable> {
     let t = t.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
@@ -163,8 +175,8 @@ fn bytes(t: &str) -> Result<f64, String> {
     let unit = unit.trim();
     let value: f64 = match num.parse() {
         Ok(v) => v,
-        Err(_) if num.is_empty() => return Err("it does not start with a number".into()),
-        Err(_) => return Err(format!("`{}` is not a number", cap(&num))),
+        Err(_) if num.is_empty() => return Err(why("it does not start with a number")),
+        Err(_) => return Err(why(&format!("`{}` is not a number", cap(&num)))),
     };
     let lower = unit.to_ascii_lowercase();
     let factor = if unit.is_empty() {
@@ -177,33 +189,34 @@ fn bytes(t: &str) -> Result<f64, String> {
     ) {
         let up = unit.to_ascii_uppercase();
         let up = up.trim_end_matches('I');
-        return Err(format!(
+        return Err(why(&format!(
             "`{unit}` is ambiguous; write {up}iB (binary) or {up}B (decimal)"
-        ));
+        )));
     } else {
-        return Err(format!("`{}` is not a unit; {SIZE_HELP}", cap(unit)));
+        return Err(why(&format!("`{}` is not a unit; {SIZE_HELP}", cap(unit))));
     };
     let bytes = value * factor;
     if !bytes.is_finite() || bytes > u64::MAX as f64 {
-        return Err(TOO_LARGE.into());
+        return Err(Unreadable::TooLarge("a size"));
     }
     Ok(bytes)
 }
 
 /// Parses a number of bytes (`512MiB`, `1GiB`, `100MB`, `4096`); fractions
 /// of a byte are rounded.
-pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    bytes(s).map(|b| b.round() as u64).map_err(|why| {
-        if is_too_large(&why) {
-            format!("a size {TOO_LARGE}")
-        } else {
-            format!("not a size: {why}; e.g. 512MiB, 1GiB")
-        }
+pub(crate) fn parse_size(s: &str) -> Result<u64, Unreadable> {
+    bytes(s).map(|b| b.round() as u64).map_err(|u| match u {
+        Unreadable::Why(w) => why(&format!("not a size: {w}; e.g. 512MiB, 1GiB")),
+        too_large => too_large,
     })
 }
 
+fn why(s: &str) -> Unreadable {
+    Unreadable::Why(s.to_owned())
+}
+
 /// Parses a byte rate such as `4MiB/s` into bytes per second.
-pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_rate(s: &str) -> Result<f64, Unreadable> {
     let t = s.trim();
     let lower = t.to_ascii_lowercase();
     let size = lower
@@ -212,14 +225,11 @@ pub(crate) fn parse_rate(s: &str) -> Result<f64, String> {
         .map(|rest| &t[..rest.len()]);
     let result = match size {
         Some(size) => bytes(size),
-        None => Err("it needs a per-second unit".to_owned()),
+        None => Err(why("it needs a per-second unit")),
     };
-    result.map_err(|why| {
-        if is_too_large(&why) {
-            format!("a rate {TOO_LARGE}")
-        } else {
-            format!("not a rate: {why}; e.g. 4MiB/s")
-        }
+    result.map_err(|u| match u {
+        Unreadable::Why(w) => why(&format!("not a rate: {w}; e.g. 4MiB/s")),
+        Unreadable::TooLarge(_) => Unreadable::TooLarge("a rate"),
     })
 }
 
@@ -344,42 +354,46 @@ mod tests {
 
     #[test]
     fn bad_sizes_say_why() {
-        let e = parse_size("1G").unwrap_err();
+        let e = parse_size("1G").unwrap_err().to_string();
         assert_eq!(
             e,
             "not a size: `G` is ambiguous; write GiB (binary) or GB (decimal); e.g. 512MiB, 1GiB"
         );
-        let e = parse_size("3mi").unwrap_err();
+        let e = parse_size("3mi").unwrap_err().to_string();
         assert!(
             e.contains("`mi` is ambiguous; write MiB (binary) or MB (decimal)"),
             "{e}"
         );
-        let e = parse_size("12 parsecs").unwrap_err();
+        let e = parse_size("12 parsecs").unwrap_err().to_string();
         assert!(e.contains("`parsecs` is not a unit"), "{e}");
         assert!(
             parse_size("GiB")
                 .unwrap_err()
+                .to_string()
                 .contains("does not start with a number")
         );
         assert!(
             parse_size("1.2.3MiB")
                 .unwrap_err()
+                .to_string()
                 .contains("`1.2.3` is not a number")
         );
         assert_eq!(
             parse_size("99999999999TiB").unwrap_err(),
-            "a size too large"
+            Unreadable::TooLarge("a size")
         );
         assert_eq!(
             parse_duration("99999999999999999999h").unwrap_err(),
             "a duration too large"
         );
         let huge = format!("{}KiB/s", "9".repeat(400));
-        assert_eq!(parse_rate(&huge).unwrap_err(), "a rate too large");
-        assert!(is_too_large("a rate too large"));
+        assert_eq!(
+            parse_rate(&huge).unwrap_err().to_string(),
+            "a rate too large"
+        );
         // What is quoted from the value is cut short.
         let long = format!("1{}", "x".repeat(1000));
-        let e = parse_size(&long).unwrap_err();
+        let e = parse_size(&long).unwrap_err().to_string();
         assert!(
             e.len() < 200 && e.contains("\u{2026}` is not a unit"),
             "{e}"
@@ -391,9 +405,9 @@ mod tests {
         assert_eq!(parse_rate("4MiB/s"), Ok(4.0 * 1024.0 * 1024.0));
         assert_eq!(parse_rate("1.5 KiB/sec"), Ok(1536.0));
         assert_eq!(format_rate(4.0 * 1024.0 * 1024.0), "4MiB/s");
-        let e = parse_rate("4MiB").unwrap_err();
+        let e = parse_rate("4MiB").unwrap_err().to_string();
         assert!(e.contains("needs a per-second unit"), "{e}");
-        let e = parse_rate("4XB/s").unwrap_err();
+        let e = parse_rate("4XB/s").unwrap_err().to_string();
         assert_eq!(
             e,
             "not a rate: `XB` is not a unit; use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB; e.g. 4MiB/s"

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::{HOUR, MS, Validator, between_text};
 use crate::config::Record;
 use crate::config::raw::{self, Scalar};
-use crate::config::units::{format_size, parse_size};
+use crate::config::units::{Unreadable, format_size, parse_size};
 
 impl Validator<'_> {
     pub(super) fn record(&mut self, r: raw::RawRecord) -> Record {
@@ -29,7 +29,9 @@ impl Validator<'_> {
                 let parsed = match &f.get_ref().value {
                     Scalar::Str(s) => parse_size(s),
                     Scalar::Num(n) if *n >= 0.0 && n.fract() == 0.0 => Ok(*n as u64),
-                    Scalar::Num(_) => Err("a number of bytes is a whole number".to_owned()),
+                    Scalar::Num(_) => Err(Unreadable::Why(
+                        "a number of bytes is a whole number".to_owned(),
+                    )),
                 };
                 let range = 1u64 << 20..=1u64 << 40;
                 let text = between_text(&range, format_size);

@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::{Got, Validator, between_text};
 use crate::config::raw::{DurationKind, DurationOrOffKind, S, Scalar, Text};
-use crate::config::units::{format_duration, is_too_large, parse_duration_for};
+use crate::config::units::{Unreadable, format_duration, parse_duration_for};
 
 impl Validator<'_> {
     /// A whole-number key: its value when given and within `range`; a
@@ -31,7 +31,7 @@ impl Validator<'_> {
         &mut self,
         label: &str,
         span: Range<usize>,
-        parsed: Result<T, String>,
+        parsed: Result<T, Unreadable>,
         range: &RangeInclusive<T>,
         range_text: String,
         also: &str,
@@ -44,15 +44,15 @@ impl Validator<'_> {
                 self.bad(Some(span), format!("{label} = {echo}: {must}{also}"));
                 None
             }
-            Err(why) if is_too_large(&why) => {
-                self.bad(
-                    Some(span),
-                    format!("{label} = {echo}: {why}, must be {range_text}{also}"),
-                );
+            Err(Unreadable::Why(why)) => {
+                self.bad(Some(span), format!("{label} = {echo}: {why}{also}"));
                 None
             }
-            Err(why) => {
-                self.bad(Some(span), format!("{label} = {echo}: {why}{also}"));
+            Err(too_large) => {
+                self.bad(
+                    Some(span),
+                    format!("{label} = {echo}: {too_large}, must be {range_text}{also}"),
+                );
                 None
             }
         }
