@@ -17,12 +17,13 @@ mod serve;
 mod thresholds;
 mod values;
 
-use std::ops::{Range, RangeInclusive};
+use std::ops::Range;
 use std::time::Duration;
 
 use super::Config;
 use super::load::{Found, Position, SCHEMA_VERSION, echo, huge_number};
 use super::raw::RawConfig;
+use super::units::between_text;
 
 /// Checks `raw`, adding to `problems` (those found before, by serde, about
 /// the keys listed in `refused`).
@@ -74,12 +75,6 @@ impl<T> Got<T> {
             failed: true,
         }
     }
-}
-
-/// The range a figure may take.
-/// "between A and B", each end shown with `show`.
-fn between_text<T: Copy>(r: &RangeInclusive<T>, show: impl Fn(T) -> String) -> String {
-    format!("between {} and {}", show(*r.start()), show(*r.end()))
 }
 
 const SEC: Duration = Duration::from_secs(1);

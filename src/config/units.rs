@@ -89,17 +89,19 @@ pub(crate) fn parse_duration_in(
     range: &RangeInclusive<Duration>,
     as_what: &str,
 ) -> Result<Duration, String> {
-    let range_text = format!(
-        "between {} and {}",
-        format_duration(*range.start()),
-        format_duration(*range.end())
-    );
+    let range_text = between_text(range, format_duration);
     match parse_duration_for(s, &range_text) {
         Ok(d) if range.contains(&d) => Ok(d),
         Ok(_) => Err(format!("must be {range_text}{as_what}")),
         Err(Unreadable::Why(why)) => Err(why),
         Err(too_large) => Err(format!("{too_large}, must be {range_text}{as_what}")),
     }
+}
+
+/// "between 100ms and 1m": a range as the messages give it, each end
+/// written by `show`.
+pub(crate) fn between_text<T: Copy>(r: &RangeInclusive<T>, show: impl Fn(T) -> String) -> String {
+    format!("between {} and {}", show(*r.start()), show(*r.end()))
 }
 
 /// Writes a duration the way [`parse_duration`] reads it (`100ms`, `1m`, `7days`).
