@@ -26,6 +26,7 @@ pub(crate) mod view;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::analysis::Eta;
 use crate::config::{Column, Config};
 use crate::history::{History, ProcId, ProcSeries};
 use crate::model::{Event as ModelEvent, Millis, SystemInfo};
@@ -277,10 +278,7 @@ impl App {
         Some(GpuInsight {
             rate_bps: g.rate.map_or(0.0, |r| r.bps),
             phase: g.phase,
-            full_in: g
-                .forecast
-                .as_ref()
-                .map(|f| crate::analysis::Eta::of(f, now)),
+            full_in: g.forecast.as_ref().map(|f| Eta::of(f, now)),
             at_risk_pct: g.at_risk_pct,
             levels_at: g.levels_at,
         })
@@ -294,10 +292,7 @@ impl App {
             rate_bps: p.rate.map_or(0.0, |r| r.bps),
             phase: p.phase,
             leak: p.leak,
-            full_in: p
-                .forecast
-                .as_ref()
-                .map(|f| crate::analysis::Eta::of(f, now)),
+            full_in: p.forecast.as_ref().map(|f| Eta::of(f, now)),
         })
     }
 
