@@ -23,6 +23,7 @@ use crate::config::{ColorDepth, Config};
 use crate::history::ProcId;
 use crate::model::now_ms;
 use crate::pipeline::{Analyzed, Hub, Pipeline};
+use crate::record::RecordError;
 use crate::record::recorder::{Recorder, Report, file_name};
 use crate::sanitize;
 use crate::theme::Theme;
@@ -98,22 +99,50 @@ fn toggle_recording(app: &App, hooks: &Hooks, active: &mut Option<Active>) -> Ev
             text: "recording is not available here".into(),
         });
     };
-    let path = file_name(&setup.dir, &app.system().host, now_ms(), setup.compress);
-    let (tx, reports) = mpsc::unbounded_channel();
-    match Recorder::create(path.clone(), hub, setup.options.clone(), move |r| {
-        let _ = tx.send(r);
-    }) {
-        Ok(recorder) => {
-            *active = Some(Active { recorder, reports });
-            Event::Recording(RecordingStatus::Started {
-                path: path.display().to_string(),
-            })
-        }
-        Err(e) => Event::Outcome(Outcome {
-            ok: false,
-            text: format!("cannot record: {e}"),
-        }),
+    let base = file_name(&setup.dir, &app.system().host, now_ms(), setup.compress);
+    // A name taken this second (another dashboard on this host, or `r`
+    // pressed twice within it) gets the next free one: `…-170046-2.jsonl.zst`.
+    let mut tried = 0;
+    loop {
+        let path = numbered(&base, tried);
+        let (tx, reports) = mpsc::unbounded_channel();
+        let created = Recorder::create(path.clone(), hub, setup.options.clone(), move |r| {
+            let _ = tx.send(r);
+        });
+        return match created {
+            Ok(recorder) => {
+                *active = Some(Active { recorder, reports });
+                Event::Recording(RecordingStatus::Started {
+                    path: path.display().to_string(),
+                })
+            }
+            Err(RecordError::Exists { .. }) if tried < NAMES_TRIED => {
+                tried += 1;
+                continue;
+            }
+            Err(e) => Event::Outcome(Outcome {
+                ok: false,
+                text: format!("cannot record: {e}"),
+            }),
+        };
     }
+}
+
+/// Names a recording started with `r` tries before it gives up.
+const NAMES_TRIED: u32 = 9;
+
+/// `path` with `-n` before its extension (`n` > 0), or `path` itself.
+fn numbered(path: &std::path::Path, n: u32) -> std::path::PathBuf {
+    if n == 0 {
+        return path.to_path_buf();
+    }
+    let name = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (stem, ext) = name.split_once('.').unwrap_or((&name, ""));
+    let dot = if ext.is_empty() { "" } else { "." };
+    path.with_file_name(format!("{stem}-{}{dot}{ext}", n + 1))
 }
 
 /// What the recorder reported, as an App event (`None`: nothing to show).
@@ -432,5 +461,23 @@ fn send_signal(app: &App, id: ProcId, sig: Signal) -> Outcome {
             ok: false,
             text: format!("could not signal PID {pid}: {e}"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::numbered;
+
+    #[test]
+    fn a_taken_recording_name_gets_a_number_before_its_extension() {
+        let p = Path::new("/r/vramwatch-node-20261206-170046.jsonl.zst");
+        assert_eq!(numbered(p, 0), p);
+        assert_eq!(
+            numbered(p, 1),
+            Path::new("/r/vramwatch-node-20261206-170046-2.jsonl.zst")
+        );
+        assert_eq!(numbered(Path::new("/r/x"), 2), Path::new("/r/x-3"));
     }
 }
