@@ -601,6 +601,22 @@ fn the_corpus_held_out_from_the_twenty_fourth_session_changes_scores_at_least_as
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
 
+/// `twentyeighth/` (plan written and committed 2026-12-06, c2cdd0e, after
+/// session 24's analysis change; recorded on an H100 at the start of
+/// session 25 with the code that session started from, 772ebb3), scored
+/// once before any change: 5 of 7 checkpoints (4 of 4 where the growth had
+/// run 15 s), one more shown at risk (`vision_leak` ×1.05, 22 s of growth,
+/// at T−10 s), shown by T−30 s on 2 of 3, leak flags 20–25 s after the
+/// growth on three runs (`vision_leak` never flagged); no false alarm on
+/// the KV cache (τ 42 s), `healthy_train` ×0.9 or `dataset_load` ×1.05.
+#[test]
+fn the_corpus_recorded_at_the_start_of_the_twenty_fifth_session_scores_at_least_as_it_did() {
+    let s = scored_set("twentyeighth", (7, 4, 7), 5, 25.5, 0, &[]);
+    assert!(s.shown_by_30 >= 2 && s.settled_held >= 4, "{s:?}");
+    assert!(s.held + s.at_risk_only >= 6, "{s:?}");
+    assert!(s.never_flagged <= 1, "{s:?}");
+}
+
 /// KV caches whose tensors level off, where what the tensors have still to
 /// add fits in the cache their allocator already holds (PyTorch frees that
 /// cache and retries before an allocation fails), and where the level
