@@ -24,7 +24,7 @@
 //! fills: taken in, they read as a fill that sped up).
 //!
 //! Measured over every corpus set at the moments each false alarm came
-//! (docs/analysis.md, "Seventeenth session").
+//! (docs/analysis-history.md, "Seventeenth session").
 
 use std::collections::VecDeque;
 

@@ -59,7 +59,7 @@ fn a_reading_at_a_tooths_top_does_not_hide_the_growth() {
     // GiB (full at 80 s): the fast lane sees each tooth reach 10 GiB above
     // the base, and one 1 Hz reading (at 8 s) lands on a top. That reading
     // is not a high the growth must pass before it counts, nor growth
-    // that slowed down after it (docs/analysis.md, "Fifth round"); and
+    // that slowed down after it (docs/analysis-history.md, "Fifth round"); and
     // since a forecast is made from a 3 s regime, the reading comes after
     // one is shown: it is a step for that sample ("one step"), over which
     // the forecast shown stands (fourteenth session).
