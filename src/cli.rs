@@ -421,8 +421,22 @@ pub struct ScoreArgs {
     /// Print JSON instead of the markdown table.
     #[arg(long)]
     pub json: bool,
+    /// Instead of a line per run, a line per group of runs and one for
+    /// them all: `set`, the folder each recording is in (a corpus set);
+    /// `shape`, the workload and its variant, whatever the speed.
+    #[arg(long, value_enum, value_name = "GROUP")]
+    pub by: Option<ScoreBy>,
     #[command(flatten)]
     pub config: ConfigArg,
+}
+
+/// How `score --by` groups the runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScoreBy {
+    /// The folder each recording is in.
+    Set,
+    /// The workload and its variant.
+    Shape,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -201,15 +201,25 @@ impl Truth {
 
     /// A short name: workload, variant and speed.
     pub fn label(&self) -> String {
+        let mut s = self.shape_raw();
+        if let Some(x) = self.speed {
+            s.push_str(&format!(" ×{x}"));
+        }
+        crate::sanitize::clean_capped(&s, 60)
+    }
+
+    /// The run's shape: workload and variant, whatever the speed.
+    pub fn shape(&self) -> String {
+        crate::sanitize::clean_capped(&self.shape_raw(), 60)
+    }
+
+    fn shape_raw(&self) -> String {
         let mut s = self.workload.clone();
         if let Some(v) = self.variant.as_deref().filter(|v| !v.is_empty()) {
             s.push('/');
             s.push_str(v);
         }
-        if let Some(x) = self.speed {
-            s.push_str(&format!(" ×{x}"));
-        }
-        crate::sanitize::clean_capped(&s, 60)
+        s
     }
 }
 
@@ -242,6 +252,8 @@ pub struct Checkpoint {
 pub struct RunScore {
     pub run: String,
     pub label: String,
+    /// Workload and variant ([`Truth::shape`]).
+    pub shape: String,
     pub expect: Expect,
     pub gpu: u32,
     /// Seconds from the start of the growth to the OOM.
@@ -396,6 +408,7 @@ pub fn score_run(
     RunScore {
         run: crate::sanitize::clean_capped(run, 80),
         label: truth.label(),
+        shape: truth.shape(),
         expect: truth.expect,
         gpu,
         growth_to_oom_s: oom.zip(growth).map(|(o, g)| secs(o, g)),
@@ -516,7 +529,7 @@ impl Summary {
 }
 
 mod table;
-pub use table::markdown;
+pub use table::{grouped, markdown};
 
 #[cfg(test)]
 mod tests;

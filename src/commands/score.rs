@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use crate::analysis::AnalysisConfig;
-use crate::analysis::truth::{RunScore, Summary, Truth, markdown, score_run};
-use crate::cli::{ScoreArgs, SourceArgs};
+use crate::analysis::truth::{RunScore, Summary, Truth, grouped, markdown, score_run};
+use crate::cli::{ScoreArgs, ScoreBy, SourceArgs};
 use crate::record::{RecordError, Recording};
 
 /// `<dir>/<name>.truth.json` for `<dir>/<name>.jsonl[.zst]`.
@@ -106,21 +106,66 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
         runs.push(s);
         damaged = damaged.or(damage);
     }
-    if args.json {
-        let out = serde_json::json!({
-            "runs": runs,
-            "summary": Summary::of(&runs),
-        });
-        writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&out)?)?;
-    } else {
-        write!(std::io::stdout(), "{}", markdown(&runs))?;
-    }
+    let groups = args.by.map(|by| group(by, &args.recordings, &runs));
+    let text = match (&groups, args.json) {
+        (None, true) => {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "runs": runs,
+                "summary": Summary::of(&runs),
+            }))? + "\n"
+        }
+        (Some(g), true) => {
+            let groups: Vec<_> = g
+                .iter()
+                .map(|(name, runs)| serde_json::json!({"name": name, "summary": Summary::of(runs)}))
+                .collect();
+            serde_json::to_string_pretty(&serde_json::json!({
+                "groups": groups,
+                "summary": Summary::of(&runs),
+            }))? + "\n"
+        }
+        (None, false) => markdown(&runs),
+        (Some(g), false) => grouped(
+            match args.by {
+                Some(ScoreBy::Set) => "set",
+                _ => "shape",
+            },
+            g,
+        ),
+    };
+    write!(std::io::stdout(), "{text}")?;
     // The scores were printed over what could be read; the exit status
     // says that something could not.
     match damaged {
         Some(e) => Err(e.into()),
         None => Ok(()),
     }
+}
+
+/// The runs in groups, each named: by the folder its recording is in
+/// (in the order first met), or by shape (those that ran out of memory
+/// first, then by name).
+fn group(by: ScoreBy, recordings: &[PathBuf], runs: &[RunScore]) -> Vec<(String, Vec<RunScore>)> {
+    let mut groups: Vec<(String, Vec<RunScore>)> = Vec::new();
+    for (path, run) in recordings.iter().zip(runs) {
+        let name = match by {
+            ScoreBy::Set => {
+                let dir = path.parent().and_then(Path::file_name);
+                let dir = dir.map_or(".".into(), |d| d.to_string_lossy().into_owned());
+                crate::sanitize::clean_capped(&format!("{dir}/"), 60)
+            }
+            ScoreBy::Shape => run.shape.clone(),
+        };
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, g)) => g.push(run.clone()),
+            None => groups.push((name, vec![run.clone()])),
+        }
+    }
+    if by == ScoreBy::Shape {
+        let ran_out = |g: &[RunScore]| Summary::of(g).oom_runs > 0;
+        groups.sort_by(|a, b| ran_out(&b.1).cmp(&ran_out(&a.1)).then(a.0.cmp(&b.0)));
+    }
+    groups
 }
 
 #[cfg(test)]

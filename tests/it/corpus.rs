@@ -712,6 +712,69 @@ fn scored_set(
     s
 }
 
+/// Every recording of the corpus, every set, in path order (as the
+/// shell's `tests/fixtures/corpus/*/*.jsonl.zst` gives them).
+fn every_recording() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("the corpus folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| d.is_dir())
+        .flat_map(|d| std::fs::read_dir(d).expect("a set's folder"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// docs/analysis.md's "Where it stands" tables are what `score --by set`
+/// and `score --by shape` print over every recording now: a change that
+/// moves a figure fails here until the doc says so.
+#[test]
+fn where_it_stands_in_the_docs_is_what_score_prints_now() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/analysis.md")).unwrap();
+    let files = every_recording();
+    assert!(files.len() > 200, "{}", files.len());
+    for by in ["set", "shape"] {
+        let out = assert_cmd::Command::cargo_bin("vramwatch")
+            .unwrap()
+            .current_dir(&root)
+            .args(["score", "--by", by])
+            .args(files.iter().map(|f| f.strip_prefix(&root).unwrap()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let printed = String::from_utf8(out.stdout).unwrap();
+        let open =
+            format!("<!-- vramwatch score --by {by} tests/fixtures/corpus/*/*.jsonl.zst -->\n");
+        let start = doc.find(&open).map(|i| i + open.len());
+        let block = start.and_then(|i| doc[i..].find("<!-- end -->").map(|j| &doc[i..i + j]));
+        assert_eq!(
+            block,
+            Some(printed.as_str()),
+            "docs/analysis.md, \"Where it stands\": the table by {by} is not what \
+             `vramwatch score --by {by} tests/fixtures/corpus/*/*.jsonl.zst` prints now"
+        );
+    }
+}
+
+#[test]
+fn score_by_a_group_that_is_not_one_is_a_usage_error() {
+    let out = assert_cmd::Command::cargo_bin("vramwatch")
+        .unwrap()
+        .args(["score", "--by", "speed", "x.jsonl.zst"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("'speed'") && err.contains("set") && err.contains("shape"),
+        "{err}"
+    );
+}
+
 #[test]
 fn score_prints_the_table_and_says_what_is_missing() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus/tune");

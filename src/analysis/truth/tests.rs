@@ -296,3 +296,48 @@ fn a_truth_that_expects_an_oom_needs_its_time_or_an_outcome_that_explains() {
         .to_string();
     assert!(err.contains("c.json"), "{err}");
 }
+
+#[test]
+fn grouped_runs_have_a_line_each_and_one_for_all() {
+    let cfg = AnalysisConfig::default();
+    // A leak run into OOM at 120 s, and a flat run that must not alarm.
+    let leak = score_run(
+        "leak",
+        &truth(Expect::Oom, Some(20), Some(120)),
+        0,
+        &cfg,
+        run(121, |s| (10 + s.saturating_sub(20) * 4 / 5) * GIB),
+    );
+    let flat = score_run(
+        "flat",
+        &truth(Expect::NoAlarm, None, None),
+        0,
+        &cfg,
+        run(120, |_| 30 * GIB),
+    );
+    assert!(leak.leak_flag_after_growth_s.is_some_and(|s| s <= 20.5));
+    assert_eq!(leak.shape, "test");
+    let t = grouped(
+        "set",
+        &[
+            ("a/".into(), vec![leak.clone()]),
+            ("b/".into(), vec![flat.clone()]),
+        ],
+    );
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 5, "{t}");
+    assert!(lines[0].starts_with("| set | runs | OOM |"), "{t}");
+    // The leak: its three checkpoints held, flagged within 20 s.
+    let held = Summary::of(std::slice::from_ref(&leak)).held;
+    assert_eq!(
+        lines[2],
+        format!("| `a/` | 1 | 1 | {held} of 3 | {held} of 3 | 0 | 1 of 1 | 1 / 0 / 0 / 0 | — |")
+    );
+    // The flat run: nothing to forecast, no false alarm.
+    assert_eq!(lines[3], "| `b/` | 1 | 0 | — | — | — | — | — | 0 of 1 |");
+    assert!(
+        lines[4].starts_with("| **all** | 2 | 1 |")
+            && lines[4].ends_with("| 1 / 0 / 0 / 0 | 0 of 1 |"),
+        "{t}"
+    );
+}
