@@ -412,7 +412,8 @@ pub struct ReportArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ScoreArgs {
     /// Recordings (`.jsonl` or `.jsonl.zst`), each with its truth beside it
-    /// as `<name>.truth.json`.
+    /// as `<name>.truth.json`; a folder stands for the recordings in it and
+    /// in the folders in it that have their truth beside them.
     #[arg(required = true, value_name = "RECORDING")]
     pub recordings: Vec<PathBuf>,
     /// The truth file of the one recording given.

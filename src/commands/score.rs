@@ -84,8 +84,64 @@ fn score_file_checked(
     Ok((score, rec.incomplete("score")))
 }
 
+/// Most recordings a folder given to `score` may hold.
+const MAX_IN_FOLDER: usize = 10_000;
+
+/// The recordings `score` was given, each folder replaced by the
+/// recordings in it and in its folders (one level down: a corpus and its
+/// sets) that have their truth beside them, in path order. Links to
+/// folders are not followed.
+fn recordings(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in given {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        let mut dirs = vec![(path.clone(), 0)];
+        while let Some((dir, depth)) = dirs.pop() {
+            let entries = std::fs::read_dir(&dir)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", sanitize_path(&dir)))?;
+            for e in entries.filter_map(std::result::Result::ok) {
+                let Ok(kind) = e.file_type() else { continue };
+                let p = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if kind.is_dir() && depth == 0 {
+                    dirs.push((p, depth + 1));
+                } else if kind.is_file()
+                    && (name.ends_with(".jsonl.zst") || name.ends_with(".jsonl"))
+                    && truth_beside(&p).is_file()
+                {
+                    found.push(p);
+                    if found.len() > MAX_IN_FOLDER {
+                        bail!(
+                            "{}: more than {MAX_IN_FOLDER} recordings with their truth; give fewer",
+                            sanitize_path(path)
+                        );
+                    }
+                }
+            }
+        }
+        if found.is_empty() {
+            bail!(
+                "{}: no recording with its truth beside it (NAME.jsonl.zst and NAME.truth.json) here or in the folders in it",
+                sanitize_path(path)
+            );
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+fn sanitize_path(p: &Path) -> String {
+    crate::sanitize::clean(&p.display().to_string())
+}
+
 pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
-    if args.truth.is_some() && args.recordings.len() != 1 {
+    let given = recordings(&args.recordings)?;
+    if args.truth.is_some() && (given.len() != 1 || args.recordings[0].is_dir()) {
         bail!(
             "--truth names the truth of one recording; give one recording, or none of --truth to use <name>.truth.json beside each"
         );
@@ -94,7 +150,7 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
     let cfg = AnalysisConfig::from_config(&config);
     let mut runs = Vec::new();
     let mut damaged = None;
-    for r in &args.recordings {
+    for r in &given {
         let truth = args.truth.clone().unwrap_or_else(|| truth_beside(r));
         // The recording's own errors name it (`x.jsonl.zst: no such
         // file`); the others are told as met scoring it.
@@ -106,7 +162,7 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
         runs.push(s);
         damaged = damaged.or(damage);
     }
-    let groups = args.by.map(|by| group(by, &args.recordings, &runs));
+    let groups = args.by.map(|by| group(by, &given, &runs));
     let text = match (&groups, args.json) {
         (None, true) => {
             serde_json::to_string_pretty(&serde_json::json!({

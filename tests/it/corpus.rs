@@ -712,22 +712,6 @@ fn scored_set(
     s
 }
 
-/// Every recording of the corpus, every set, in path order (as the
-/// shell's `tests/fixtures/corpus/*/*.jsonl.zst` gives them).
-fn every_recording() -> Vec<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("the corpus folder")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|d| d.is_dir())
-        .flat_map(|d| std::fs::read_dir(d).expect("a set's folder"))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
-        .collect();
-    files.sort();
-    files
-}
-
 /// docs/analysis.md's "Where it stands" tables are what `score --by set`
 /// and `score --by shape` print over every recording now: a change that
 /// moves a figure fails here until the doc says so.
@@ -735,29 +719,61 @@ fn every_recording() -> Vec<PathBuf> {
 fn where_it_stands_in_the_docs_is_what_score_prints_now() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let doc = std::fs::read_to_string(root.join("docs/analysis.md")).unwrap();
-    let files = every_recording();
-    assert!(files.len() > 200, "{}", files.len());
     for by in ["set", "shape"] {
         let out = assert_cmd::Command::cargo_bin("vramwatch")
             .unwrap()
             .current_dir(&root)
-            .args(["score", "--by", by])
-            .args(files.iter().map(|f| f.strip_prefix(&root).unwrap()))
+            .args(["score", "--by", by, "tests/fixtures/corpus"])
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
         let printed = String::from_utf8(out.stdout).unwrap();
-        let open =
-            format!("<!-- vramwatch score --by {by} tests/fixtures/corpus/*/*.jsonl.zst -->\n");
+        assert!(printed.contains("| **all** | 2"), "{printed}");
+        let open = format!("<!-- vramwatch score --by {by} tests/fixtures/corpus -->\n");
         let start = doc.find(&open).map(|i| i + open.len());
         let block = start.and_then(|i| doc[i..].find("<!-- end -->").map(|j| &doc[i..i + j]));
         assert_eq!(
             block,
             Some(printed.as_str()),
             "docs/analysis.md, \"Where it stands\": the table by {by} is not what \
-             `vramwatch score --by {by} tests/fixtures/corpus/*/*.jsonl.zst` prints now"
+             `vramwatch score --by {by} tests/fixtures/corpus` prints now"
         );
     }
+}
+
+#[test]
+fn a_folder_given_to_score_is_the_recordings_in_it_with_their_truth() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let score = |args: &[&str]| {
+        assert_cmd::Command::cargo_bin("vramwatch")
+            .unwrap()
+            .current_dir(&root)
+            .arg("score")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let set = "tests/fixtures/corpus/twentyninth";
+    let mut files: Vec<String> = std::fs::read_dir(root.join(set))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| format!("{set}/{}", e.file_name().to_string_lossy()))
+        .filter(|n| n.ends_with(".jsonl.zst"))
+        .collect();
+    files.sort();
+    let by_files = score(&files.iter().map(String::as_str).collect::<Vec<_>>());
+    let by_folder = score(&[set]);
+    assert!(by_folder.status.success(), "{by_folder:?}");
+    assert_eq!(by_folder.stdout, by_files.stdout);
+    assert!(String::from_utf8_lossy(&by_folder.stdout).contains("7 runs (4 OOM"));
+    // A folder with no recording and truth in it is named, exit status 2.
+    let none = score(&["src"]);
+    assert_eq!(none.status.code(), Some(2), "{none:?}");
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        err.contains("src: no recording with its truth beside it"),
+        "{err}"
+    );
 }
 
 #[test]
