@@ -633,6 +633,23 @@ fn the_corpus_held_out_in_the_twenty_fifth_session_scores_at_least_as_it_did() {
     assert!(s.never_flagged <= 1, "{s:?}");
 }
 
+/// `thirtieth/` (plan written and committed 2026-12-06, a36d8cc, after
+/// `twentyninth/` was scored and traced; recorded on an H100 with the
+/// analysis of 772ebb3, its job 05 left out by the runner's deadline),
+/// sealed (6df9971) and scored once; session 25 made no analysis change:
+/// 4 of 5 checkpoints (3 of 3 where the growth had run 15 s), the fifth
+/// shown at risk (`vision_leak` ×1, 23 s of growth), shown by T−30 s on 2
+/// of 2, leak flags 19 s after the growth on two runs (`vision_leak`
+/// never); no false alarm on the KV cache (τ 46 s) or `healthy_train`
+/// ×0.95.
+#[test]
+fn the_corpus_held_out_at_the_end_of_the_twenty_fifth_session_scores_at_least_as_it_did() {
+    let s = scored_set("thirtieth", (5, 3, 5), 4, 19.5, 0, &[]);
+    assert!(s.shown_by_30 >= 2 && s.settled_held >= 3, "{s:?}");
+    assert!(s.held + s.at_risk_only >= 5, "{s:?}");
+    assert!(s.never_flagged <= 1, "{s:?}");
+}
+
 /// KV caches whose tensors level off, where what the tensors have still to
 /// add fits in the cache their allocator already holds (PyTorch frees that
 /// cache and retries before an allocation fails), and where the level
