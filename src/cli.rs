@@ -413,7 +413,7 @@ pub struct ReportArgs {
 pub struct ScoreArgs {
     /// Recordings (`.jsonl` or `.jsonl.zst`), each with its truth beside it
     /// as `<name>.truth.json`; a folder stands for the recordings in it and
-    /// in the folders in it that have their truth beside them.
+    /// in the folders directly in it that have their truth beside them.
     #[arg(required = true, value_name = "RECORDING")]
     pub recordings: Vec<PathBuf>,
     /// The truth file of the one recording given.
@@ -438,6 +438,16 @@ pub enum ScoreBy {
     Set,
     /// The workload and its variant.
     Shape,
+}
+
+impl ScoreBy {
+    /// The word on the command line, and heading the table's first column.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScoreBy::Set => "set",
+            ScoreBy::Shape => "shape",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

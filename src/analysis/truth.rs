@@ -209,7 +209,7 @@ impl Truth {
     }
 
     /// The run's shape: workload and variant, whatever the speed.
-    pub fn shape(&self) -> String {
+    pub(crate) fn shape(&self) -> String {
         crate::sanitize::clean_capped(&self.shape_raw(), 60)
     }
 
@@ -449,6 +449,11 @@ pub struct Summary {
     pub could_show_by_30: usize,
     /// The slowest leak flag after the start of growth on an OOM run, s.
     pub slowest_leak_flag_s: Option<f64>,
+    /// OOM runs flagged within 20 s of the growth's start, within 21–25 s
+    /// and later (as the tables round: to the second).
+    pub flagged_within_20: usize,
+    pub flagged_within_25: usize,
+    pub flagged_later: usize,
     /// OOM runs never flagged.
     pub never_flagged: usize,
     pub no_alarm_runs: usize,
@@ -516,7 +521,12 @@ impl Summary {
                     match r.leak_flag_after_growth_s {
                         Some(x) => {
                             s.slowest_leak_flag_s =
-                                Some(s.slowest_leak_flag_s.map_or(x, |m: f64| m.max(x)))
+                                Some(s.slowest_leak_flag_s.map_or(x, |m: f64| m.max(x)));
+                            match x.round() {
+                                x if x <= 20.0 => s.flagged_within_20 += 1,
+                                x if x <= 25.0 => s.flagged_within_25 += 1,
+                                _ => s.flagged_later += 1,
+                            }
                         }
                         None => s.never_flagged += 1,
                     }
@@ -529,7 +539,8 @@ impl Summary {
 }
 
 mod table;
-pub use table::{grouped, markdown};
+pub(crate) use table::grouped;
+pub use table::markdown;
 
 #[cfg(test)]
 mod tests;

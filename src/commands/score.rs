@@ -87,32 +87,53 @@ fn score_file_checked(
 /// Most recordings a folder given to `score` may hold.
 const MAX_IN_FOLDER: usize = 10_000;
 
+/// A recording to score, and the set it belongs to: the folder it was
+/// found in, named from the folder given (`tune/` in `corpus/tune/`), or
+/// the folder of a recording given by name.
+struct Given {
+    path: PathBuf,
+    set: String,
+}
+
 /// The recordings `score` was given, each folder replaced by the
-/// recordings in it and in its folders (one level down: a corpus and its
-/// sets) that have their truth beside them, in path order. Links to
-/// folders are not followed.
-fn recordings(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+/// recordings in it and in the folders directly in it (a corpus and its
+/// sets) that have their truth beside them, in path order; links to
+/// recordings are followed, links to folders inside it are not. A
+/// recording given twice (by name and in a folder, or two ways) is scored
+/// once.
+fn recordings(given: &[PathBuf]) -> Result<Vec<Given>> {
+    let mut out: Vec<Given> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut add = |path: PathBuf, set: String| {
+        if seen.insert(std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone())) {
+            out.push(Given { path, set });
+        }
+    };
     for path in given {
         if !path.is_dir() {
-            out.push(path.clone());
+            let set = path
+                .parent()
+                .map_or(String::new(), |d| d.display().to_string());
+            let set = if set.is_empty() { ".".into() } else { set };
+            add(path.clone(), format!("{set}/"));
             continue;
         }
         let mut found = Vec::new();
         let mut dirs = vec![(path.clone(), 0)];
         while let Some((dir, depth)) = dirs.pop() {
             let entries = std::fs::read_dir(&dir)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", sanitize_path(&dir)))?;
-            for e in entries.filter_map(std::result::Result::ok) {
-                let Ok(kind) = e.file_type() else { continue };
+                .map_err(|e| anyhow::Error::new(e).context(sanitize_path(&dir)))?;
+            for e in entries {
+                let e = e.map_err(|e| anyhow::Error::new(e).context(sanitize_path(&dir)))?;
+                let kind = e.file_type()?;
                 let p = e.path();
                 let name = e.file_name().to_string_lossy().into_owned();
+                let recording = name.ends_with(".jsonl.zst") || name.ends_with(".jsonl");
+                let file = kind.is_file()
+                    || (kind.is_symlink() && std::fs::metadata(&p).is_ok_and(|m| m.is_file()));
                 if kind.is_dir() && depth == 0 {
                     dirs.push((p, depth + 1));
-                } else if kind.is_file()
-                    && (name.ends_with(".jsonl.zst") || name.ends_with(".jsonl"))
-                    && truth_beside(&p).is_file()
-                {
+                } else if file && recording && truth_beside(&p).is_file() {
                     found.push(p);
                     if found.len() > MAX_IN_FOLDER {
                         bail!(
@@ -125,12 +146,21 @@ fn recordings(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
         }
         if found.is_empty() {
             bail!(
-                "{}: no recording with its truth beside it (NAME.jsonl.zst and NAME.truth.json) here or in the folders in it",
+                "{}: no recording with its truth beside it (NAME.jsonl.zst and NAME.truth.json) here or in the folders directly in it",
                 sanitize_path(path)
             );
         }
         found.sort();
-        out.extend(found);
+        let own = path
+            .file_name()
+            .map_or(".".into(), |n| n.to_string_lossy().into_owned());
+        for f in found {
+            let set = match f.parent().and_then(|d| d.strip_prefix(path).ok()) {
+                Some(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+                _ => own.clone(),
+            };
+            add(f, format!("{set}/"));
+        }
     }
     Ok(out)
 }
@@ -140,17 +170,18 @@ fn sanitize_path(p: &Path) -> String {
 }
 
 pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
-    let given = recordings(&args.recordings)?;
-    if args.truth.is_some() && (given.len() != 1 || args.recordings[0].is_dir()) {
+    if args.truth.is_some() && (args.recordings.len() != 1 || args.recordings[0].is_dir()) {
         bail!(
             "--truth names the truth of one recording; give one recording, or none of --truth to use <name>.truth.json beside each"
         );
     }
+    let given = recordings(&args.recordings)?;
     let config = crate::config::load(src.config.as_deref())?;
     let cfg = AnalysisConfig::from_config(&config);
     let mut runs = Vec::new();
     let mut damaged = None;
-    for r in &given {
+    for g in &given {
+        let r = &g.path;
         let truth = args.truth.clone().unwrap_or_else(|| truth_beside(r));
         // The recording's own errors name it (`x.jsonl.zst: no such
         // file`); the others are told as met scoring it.
@@ -162,32 +193,29 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
         runs.push(s);
         damaged = damaged.or(damage);
     }
-    let groups = args.by.map(|by| group(by, &given, &runs));
-    let text = match (&groups, args.json) {
+    let all = Summary::of(&runs);
+    let text = match (args.by, args.json) {
         (None, true) => {
-            serde_json::to_string_pretty(&serde_json::json!({
-                "runs": runs,
-                "summary": Summary::of(&runs),
-            }))? + "\n"
+            serde_json::to_string_pretty(&serde_json::json!({ "runs": runs, "summary": all }))?
+                + "\n"
         }
-        (Some(g), true) => {
-            let groups: Vec<_> = g
-                .iter()
-                .map(|(name, runs)| serde_json::json!({"name": name, "summary": Summary::of(runs)}))
-                .collect();
-            serde_json::to_string_pretty(&serde_json::json!({
-                "groups": groups,
-                "summary": Summary::of(&runs),
-            }))? + "\n"
+        (Some(by), json) => {
+            let groups = group(by, &given, runs);
+            if json {
+                let groups: Vec<_> = groups
+                    .iter()
+                    .map(|(name, runs)| serde_json::json!({"name": name, "summary": Summary::of(runs)}))
+                    .collect();
+                serde_json::to_string_pretty(&serde_json::json!({
+                    "by": by.name(),
+                    "groups": groups,
+                    "summary": all,
+                }))? + "\n"
+            } else {
+                grouped(by.name(), &groups, &all)
+            }
         }
         (None, false) => markdown(&runs),
-        (Some(g), false) => grouped(
-            match args.by {
-                Some(ScoreBy::Set) => "set",
-                _ => "shape",
-            },
-            g,
-        ),
     };
     write!(std::io::stdout(), "{text}")?;
     // The scores were printed over what could be read; the exit status
@@ -198,28 +226,23 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
     }
 }
 
-/// The runs in groups, each named: by the folder its recording is in
-/// (in the order first met), or by shape (those that ran out of memory
-/// first, then by name).
-fn group(by: ScoreBy, recordings: &[PathBuf], runs: &[RunScore]) -> Vec<(String, Vec<RunScore>)> {
+/// The runs in groups, each named: by the set its recording is in (in
+/// the order first met), or by shape (those that ran out of memory first,
+/// then by name).
+fn group(by: ScoreBy, given: &[Given], runs: Vec<RunScore>) -> Vec<(String, Vec<RunScore>)> {
     let mut groups: Vec<(String, Vec<RunScore>)> = Vec::new();
-    for (path, run) in recordings.iter().zip(runs) {
+    for (g, run) in given.iter().zip(runs) {
         let name = match by {
-            ScoreBy::Set => {
-                let dir = path.parent().and_then(Path::file_name);
-                let dir = dir.map_or(".".into(), |d| d.to_string_lossy().into_owned());
-                crate::sanitize::clean_capped(&format!("{dir}/"), 60)
-            }
+            ScoreBy::Set => crate::sanitize::clean_capped(&g.set, 80),
             ScoreBy::Shape => run.shape.clone(),
         };
         match groups.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, g)) => g.push(run.clone()),
-            None => groups.push((name, vec![run.clone()])),
+            Some((_, g)) => g.push(run),
+            None => groups.push((name, vec![run])),
         }
     }
     if by == ScoreBy::Shape {
-        let ran_out = |g: &[RunScore]| Summary::of(g).oom_runs > 0;
-        groups.sort_by(|a, b| ran_out(&b.1).cmp(&ran_out(&a.1)).then(a.0.cmp(&b.0)));
+        groups.sort_by_cached_key(|(name, runs)| (Summary::of(runs).oom_runs == 0, name.clone()));
     }
     groups
 }

@@ -107,20 +107,22 @@ fn pct(a: usize, b: usize) -> String {
 }
 
 /// One line per group of runs (a corpus set, a workload's shape) and a
-/// line for them all: the totals of [`markdown`]'s last line side by side,
-/// and when the leak flags came. `what` heads the first column.
-pub fn grouped(what: &str, groups: &[(String, Vec<RunScore>)]) -> String {
+/// line for them all (`all`, the summary of every run): the totals of
+/// [`markdown`]'s last line side by side, and when the leak flags came.
+/// `what` heads the first column.
+pub(crate) fn grouped(what: &str, groups: &[(String, Vec<RunScore>)], all: &Summary) -> String {
     let mut out = format!(
         "| {what} | runs | OOM | checkpoints held | where the growth had run {SETTLED_GROWTH_S} s | not held, at risk | a forecast at T−30 s | leak flag ≤ 20 s / 21–25 s / later / never | false alarms |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
-    let all: Vec<RunScore> = groups.iter().flat_map(|(_, r)| r.iter().cloned()).collect();
     let rows = groups
         .iter()
-        .map(|(name, runs)| (format!("`{}`", name.replace('|', "/")), runs.as_slice()))
-        .chain(std::iter::once(("**all**".to_owned(), all.as_slice())));
-    for (name, runs) in rows {
-        let s = Summary::of(runs);
+        .map(|(name, runs)| {
+            let name = name.replace(['|', '`'], "'");
+            (format!("`{name}`"), Summary::of(runs))
+        })
+        .chain(std::iter::once(("**all**".to_owned(), all.clone())));
+    for (name, s) in rows {
         let of = |a: usize, b: usize| {
             if b == 0 {
                 "—".to_owned()
@@ -129,52 +131,32 @@ pub fn grouped(what: &str, groups: &[(String, Vec<RunScore>)]) -> String {
             }
         };
         let oom = s.oom_runs > 0;
-        let flags = if oom {
-            let [soon, later, late, never] = leak_flag_counts(runs);
-            format!("{soon} / {later} / {late} / {never}")
+        let (at_risk, flags) = if oom {
+            (
+                s.at_risk_only.to_string(),
+                format!(
+                    "{} / {} / {} / {}",
+                    s.flagged_within_20, s.flagged_within_25, s.flagged_later, s.never_flagged
+                ),
+            )
         } else {
-            "—".into()
+            ("—".into(), "—".into())
         };
         out.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {} | {} | {flags} | {} |\n",
+            "| {name} | {} | {} | {} | {} | {at_risk} | {} | {flags} | {} |\n",
             s.runs,
             s.oom_runs,
             of(s.held, s.checkpoints),
             of(s.settled_held, s.settled_checkpoints),
-            if oom {
-                s.at_risk_only.to_string()
-            } else {
-                "—".into()
-            },
             of(s.shown_by_30, s.could_show_by_30),
             of(s.false_alarm_runs, s.no_alarm_runs),
         ));
     }
-    let unreached = Summary::of(&all).unreached_runs;
-    if unreached > 0 {
+    if all.unreached_runs > 0 {
         out.push_str(&format!(
             "\n{} grew towards an OOM that had not come by the end: counted in runs only.\n",
-            crate::model::units::plural(unreached as u64, "run", "runs"),
+            crate::model::units::plural(all.unreached_runs as u64, "run", "runs"),
         ));
     }
     out
-}
-
-/// OOM runs (those that ran out: [`Summary::oom_runs`]) whose leak flag
-/// came within 20 s of the growth's start, within 21–25 s, later, never.
-fn leak_flag_counts(runs: &[RunScore]) -> [usize; 4] {
-    let mut n = [0; 4];
-    for r in runs
-        .iter()
-        .filter(|r| r.expect == Expect::Oom && r.unreached.is_none())
-    {
-        let i = match r.leak_flag_after_growth_s.map(f64::round) {
-            Some(x) if x <= 20.0 => 0,
-            Some(x) if x <= 25.0 => 1,
-            Some(_) => 2,
-            None => 3,
-        };
-        n[i] += 1;
-    }
-    n
 }

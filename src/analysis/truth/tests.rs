@@ -317,12 +317,14 @@ fn grouped_runs_have_a_line_each_and_one_for_all() {
     );
     assert!(leak.leak_flag_after_growth_s.is_some_and(|s| s <= 20.5));
     assert_eq!(leak.shape, "test");
+    let all = Summary::of(&[leak.clone(), flat.clone()]);
     let t = grouped(
         "set",
         &[
             ("a/".into(), vec![leak.clone()]),
-            ("b/".into(), vec![flat.clone()]),
+            ("b`|/".into(), vec![flat.clone()]),
         ],
+        &all,
     );
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 5, "{t}");
@@ -334,10 +336,54 @@ fn grouped_runs_have_a_line_each_and_one_for_all() {
         format!("| `a/` | 1 | 1 | {held} of 3 | {held} of 3 | 0 | 1 of 1 | 1 / 0 / 0 / 0 | — |")
     );
     // The flat run: nothing to forecast, no false alarm.
-    assert_eq!(lines[3], "| `b/` | 1 | 0 | — | — | — | — | — | 0 of 1 |");
+    // A name cannot end its code span or its cell early.
+    assert_eq!(lines[3], "| `b''/` | 1 | 0 | — | — | — | — | — | 0 of 1 |");
     assert!(
         lines[4].starts_with("| **all** | 2 | 1 |")
             && lines[4].ends_with("| 1 / 0 / 0 / 0 | 0 of 1 |"),
         "{t}"
     );
+}
+
+#[test]
+fn leak_flags_are_counted_by_when_they_came_as_the_tables_round() {
+    let cfg = AnalysisConfig::default();
+    let leak = score_run(
+        "leak",
+        &truth(Expect::Oom, Some(20), Some(120)),
+        0,
+        &cfg,
+        run(121, |s| (10 + s.saturating_sub(20) * 4 / 5) * GIB),
+    );
+    let at = |s: Option<f64>| RunScore {
+        leak_flag_after_growth_s: s,
+        ..leak.clone()
+    };
+    let runs = [
+        at(Some(20.49)),
+        at(Some(20.5)),
+        at(Some(25.49)),
+        at(Some(25.5)),
+        at(None),
+    ];
+    let s = Summary::of(&runs);
+    assert_eq!(
+        (
+            s.flagged_within_20,
+            s.flagged_within_25,
+            s.flagged_later,
+            s.never_flagged
+        ),
+        (1, 2, 1, 1)
+    );
+    // A run whose OOM had not come by its end is in none of them.
+    let unreached = RunScore {
+        unreached: Some(Unreached {
+            growth_to_end_s: Some(100.0),
+            range_passed: None,
+        }),
+        ..at(Some(19.0))
+    };
+    let s = Summary::of(&[unreached]);
+    assert_eq!(s.flagged_within_20 + s.never_flagged + s.oom_runs, 0);
 }
