@@ -297,17 +297,22 @@ fn a_truth_that_expects_an_oom_needs_its_time_or_an_outcome_that_explains() {
     assert!(err.contains("c.json"), "{err}");
 }
 
+/// A leak of 0.8 GiB/s from 20 s, run into OOM at 120 s, scored.
+fn leak_to_oom() -> RunScore {
+    score_run(
+        "leak",
+        &truth(Expect::Oom, Some(20), Some(120)),
+        0,
+        &AnalysisConfig::default(),
+        run(121, |s| (10 + s.saturating_sub(20) * 4 / 5) * GIB),
+    )
+}
+
 #[test]
 fn grouped_runs_have_a_line_each_and_one_for_all() {
     let cfg = AnalysisConfig::default();
     // A leak run into OOM at 120 s, and a flat run that must not alarm.
-    let leak = score_run(
-        "leak",
-        &truth(Expect::Oom, Some(20), Some(120)),
-        0,
-        &cfg,
-        run(121, |s| (10 + s.saturating_sub(20) * 4 / 5) * GIB),
-    );
+    let leak = leak_to_oom();
     let flat = score_run(
         "flat",
         &truth(Expect::NoAlarm, None, None),
@@ -347,14 +352,7 @@ fn grouped_runs_have_a_line_each_and_one_for_all() {
 
 #[test]
 fn leak_flags_are_counted_by_when_they_came_as_the_tables_round() {
-    let cfg = AnalysisConfig::default();
-    let leak = score_run(
-        "leak",
-        &truth(Expect::Oom, Some(20), Some(120)),
-        0,
-        &cfg,
-        run(121, |s| (10 + s.saturating_sub(20) * 4 / 5) * GIB),
-    );
+    let leak = leak_to_oom();
     let at = |s: Option<f64>| RunScore {
         leak_flag_after_growth_s: s,
         ..leak.clone()
