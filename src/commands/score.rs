@@ -16,17 +16,23 @@ use crate::analysis::truth::{RunScore, Summary, Truth, grouped, markdown, score_
 use crate::cli::{ScoreArgs, ScoreBy, SourceArgs};
 use crate::record::{RecordError, Recording};
 
-/// `<dir>/<name>.truth.json` for `<dir>/<name>.jsonl[.zst]`.
+/// `<dir>/<name>.truth.json` for `<dir>/<name>.jsonl[.zst]` (the name as
+/// the file system has it, UTF-8 or not).
 pub fn truth_beside(recording: &Path) -> PathBuf {
-    let name = recording
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let stem = name
-        .strip_suffix(".jsonl.zst")
-        .or_else(|| name.strip_suffix(".jsonl"))
-        .unwrap_or(&name);
-    recording.with_file_name(format!("{stem}.truth.json"))
+    let name = recording.file_name().unwrap_or_default();
+    let is = |p: &Path, ext: &str| p.extension() == Some(std::ffi::OsStr::new(ext));
+    let as_path = Path::new(name);
+    let stem = if is(as_path, "jsonl") {
+        as_path.file_stem()
+    } else if is(as_path, "zst") {
+        let inner = as_path.file_stem().map(Path::new);
+        inner.filter(|i| is(i, "jsonl")).and_then(Path::file_stem)
+    } else {
+        None
+    };
+    let mut truth = stem.unwrap_or(name).to_os_string();
+    truth.push(".truth.json");
+    recording.with_file_name(truth)
 }
 
 /// Scores one recording against its truth. Damage in the recording (a
@@ -250,3 +256,27 @@ fn group(by: ScoreBy, given: &[Given], runs: Vec<RunScore>) -> Vec<(String, Vec<
 #[cfg(test)]
 #[path = "score_trace.rs"]
 mod trace;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_truth_is_beside_its_recording_whatever_its_name() {
+        let t = |p: &str| truth_beside(Path::new(p));
+        assert_eq!(t("d/run.jsonl.zst"), PathBuf::from("d/run.truth.json"));
+        assert_eq!(t("d/run.jsonl"), PathBuf::from("d/run.truth.json"));
+        assert_eq!(t("a.b.jsonl.zst"), PathBuf::from("a.b.truth.json"));
+        assert_eq!(t("run.zst"), PathBuf::from("run.zst.truth.json"));
+        assert_eq!(t("run"), PathBuf::from("run.truth.json"));
+        // A name that is not UTF-8 keeps its bytes (not U+FFFD).
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let name = std::ffi::OsStr::from_bytes(b"r\xff.jsonl.zst");
+            let truth = truth_beside(&Path::new("d").join(name));
+            let want = std::ffi::OsStr::from_bytes(b"r\xff.truth.json");
+            assert_eq!(truth, Path::new("d").join(want));
+        }
+    }
+}
