@@ -199,6 +199,13 @@ pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {
         runs.push(s);
         damaged = damaged.or(damage);
     }
+    // Runs from more than one set say which they are from.
+    let sets: std::collections::HashSet<&str> = given.iter().map(|g| g.set.as_str()).collect();
+    if args.by.is_none() && sets.len() > 1 {
+        for (g, r) in given.iter().zip(runs.iter_mut()) {
+            r.label = crate::sanitize::clean_capped(&format!("{} {}", g.set, r.label), 120);
+        }
+    }
     let all = Summary::of(&runs);
     let text = match (args.by, args.json) {
         (None, true) => {

@@ -784,6 +784,11 @@ fn a_folder_given_to_score_is_the_recordings_in_it_with_their_truth() {
     assert!(by_folder.status.success(), "{by_folder:?}");
     assert_eq!(by_folder.stdout, by_files.stdout);
     assert!(String::from_utf8_lossy(&by_folder.stdout).contains("7 runs (4 OOM"));
+    // Runs from more than one set say which they are from.
+    let two = score(&[set, "tests/fixtures/corpus/thirtieth"]);
+    let text = String::from_utf8_lossy(&two.stdout);
+    assert!(text.contains("| twentyninth/ kv_plateau/default ×1 |"), "{text}");
+    assert!(text.contains("| thirtieth/ two_proc/default ×1 |"), "{text}");
     // A recording given twice (in its folder and by name) is scored once.
     let twice = score(&[set, &files[0]]);
     assert_eq!(twice.stdout, by_folder.stdout);
