@@ -787,8 +787,14 @@ fn a_folder_given_to_score_is_the_recordings_in_it_with_their_truth() {
     // Runs from more than one set say which they are from.
     let two = score(&[set, "tests/fixtures/corpus/thirtieth"]);
     let text = String::from_utf8_lossy(&two.stdout);
-    assert!(text.contains("| twentyninth/ kv_plateau/default ×1 |"), "{text}");
-    assert!(text.contains("| thirtieth/ two_proc/default ×1 |"), "{text}");
+    assert!(
+        text.contains("| twentyninth/ kv_plateau/default ×1 |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| thirtieth/ two_proc/default ×1 |"),
+        "{text}"
+    );
     // A recording given twice (in its folder and by name) is scored once.
     let twice = score(&[set, &files[0]]);
     assert_eq!(twice.stdout, by_folder.stdout);
