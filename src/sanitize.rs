@@ -11,6 +11,12 @@ pub fn clean(raw: &str) -> String {
     clean_capped(raw, MAX_COMMAND_CHARS)
 }
 
+/// A path as it may be shown: [`clean`] of its display form (a file name
+/// can carry escape sequences too).
+pub fn path(p: &std::path::Path) -> String {
+    clean(&p.display().to_string())
+}
+
 /// As [`clean`], keeping at most `max_chars` characters.
 pub fn clean_capped(raw: &str, max_chars: usize) -> String {
     let fast = raw.chars().all(|c| !c.is_control());

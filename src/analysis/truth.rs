@@ -111,7 +111,7 @@ const MAX_TRUTH_BYTES: u64 = 4 << 20;
 
 impl Truth {
     pub fn read(path: &Path) -> Result<Truth, TruthError> {
-        let shown = crate::sanitize::clean(&path.display().to_string());
+        let shown = crate::sanitize::path(path);
         let io = |source| TruthError::Io {
             path: shown.clone(),
             source,

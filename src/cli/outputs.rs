@@ -18,7 +18,7 @@ pub fn not_an_input(path: &Path, inputs: &[&Path], flag: &str) -> Result<(), Usa
     if inputs.iter().any(same) {
         return Err(Usage(format!(
             "{flag} {}: is the recording being read; give another file name",
-            crate::sanitize::clean(&path.display().to_string())
+            crate::sanitize::path(path)
         )));
     }
     Ok(())

@@ -131,18 +131,13 @@ fn toggle_recording(app: &App, hooks: &Hooks, active: &mut Option<Active>) -> Ev
 /// Names a recording started with `r` tries before it gives up.
 const NAMES_TRIED: u32 = 9;
 
-/// `path` with `-n` before its extension (`n` > 0), or `path` itself.
+/// `path` with `-(n+1)` before its extension (`n` > 0), or `path` itself
+/// (not `.N`: that is a rotated file's name).
 fn numbered(path: &std::path::Path, n: u32) -> std::path::PathBuf {
     if n == 0 {
         return path.to_path_buf();
     }
-    let name = path
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let (stem, ext) = name.split_once('.').unwrap_or((&name, ""));
-    let dot = if ext.is_empty() { "" } else { "." };
-    path.with_file_name(format!("{stem}-{}{dot}{ext}", n + 1))
+    crate::record::with_stem_suffix(path, &format!("-{}", n + 1))
 }
 
 /// What the recorder reported, as an App event (`None`: nothing to show).

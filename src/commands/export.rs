@@ -312,7 +312,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     if let Some(p) = &args.output {
         crate::tell!(
             "vramwatch: wrote {rows} rows to {}",
-            crate::sanitize::clean(&p.display().to_string())
+            crate::sanitize::path(p)
         );
     }
     match rec.incomplete("CSV") {
@@ -394,10 +394,7 @@ fn csv_error(e: csv::Error) -> anyhow::Error {
 }
 
 fn output_name(p: Option<&Path>) -> String {
-    p.map_or_else(
-        || "standard output".into(),
-        |p| crate::sanitize::clean(&p.display().to_string()),
-    )
+    p.map_or_else(|| "standard output".into(), crate::sanitize::path)
 }
 
 /// An output file: a temporary file beside it until complete, then

@@ -54,7 +54,7 @@ pub fn open_app(path: &Path, config: Config, me: String, theme: Option<Theme>) -
 
 /// The App over an opened recording.
 fn app_over(rec: Arc<Recording>, config: Config, me: String, theme: Option<Theme>) -> Result<App> {
-    let name = crate::sanitize::clean(&rec.path().display().to_string());
+    let name = crate::sanitize::path(rec.path());
     if rec.is_empty() {
         let d = rec.damage();
         if d.is_empty() {
@@ -111,7 +111,7 @@ fn without_name(w: &str, name: &str) -> String {
 pub fn run(args: &ReplayArgs, src: &SourceArgs, ui: &UiArgs, me: String) -> Result<()> {
     let config = dashboard::load_config(src, ui)?;
     let theme = Theme::new(config.display.theme, depth_from_env(config.display.color));
-    let name = crate::sanitize::clean(&args.file.display().to_string());
+    let name = crate::sanitize::path(&args.file);
     // Its errors name the file (`x.jsonl.zst: no such file`).
     let rec = Arc::new(Recording::open(&args.file)?);
     let app = app_over(rec.clone(), config, me, Some(theme))

@@ -65,8 +65,8 @@ fn score_file_checked(
         };
         bail!(
             "{}: {why}, so its GPU in {} is unknown",
-            crate::sanitize::clean(&truth.display().to_string()),
-            crate::sanitize::clean(&recording.display().to_string())
+            crate::sanitize::path(truth),
+            crate::sanitize::path(recording)
         );
     };
     if !system.gpus.iter().any(|g| g.index == gpu) {
@@ -128,9 +128,10 @@ fn recordings(given: &[PathBuf]) -> Result<Vec<Given>> {
         let mut dirs = vec![(path.clone(), 0)];
         while let Some((dir, depth)) = dirs.pop() {
             let entries = std::fs::read_dir(&dir)
-                .map_err(|e| anyhow::Error::new(e).context(sanitize_path(&dir)))?;
+                .map_err(|e| anyhow::Error::new(e).context(crate::sanitize::path(&dir)))?;
             for e in entries {
-                let e = e.map_err(|e| anyhow::Error::new(e).context(sanitize_path(&dir)))?;
+                let e =
+                    e.map_err(|e| anyhow::Error::new(e).context(crate::sanitize::path(&dir)))?;
                 let kind = e.file_type()?;
                 let p = e.path();
                 let name = e.file_name().to_string_lossy().into_owned();
@@ -144,7 +145,7 @@ fn recordings(given: &[PathBuf]) -> Result<Vec<Given>> {
                     if found.len() > MAX_IN_FOLDER {
                         bail!(
                             "{}: more than {MAX_IN_FOLDER} recordings with their truth; give fewer",
-                            sanitize_path(path)
+                            crate::sanitize::path(path)
                         );
                     }
                 }
@@ -153,7 +154,7 @@ fn recordings(given: &[PathBuf]) -> Result<Vec<Given>> {
         if found.is_empty() {
             bail!(
                 "{}: no recording with its truth beside it (NAME.jsonl.zst and NAME.truth.json) here or in the folders directly in it",
-                sanitize_path(path)
+                crate::sanitize::path(path)
             );
         }
         found.sort();
@@ -169,10 +170,6 @@ fn recordings(given: &[PathBuf]) -> Result<Vec<Given>> {
         }
     }
     Ok(out)
-}
-
-fn sanitize_path(p: &Path) -> String {
-    crate::sanitize::clean(&p.display().to_string())
 }
 
 pub fn run(args: &ScoreArgs, src: &SourceArgs) -> Result<()> {

@@ -329,7 +329,10 @@ fn run_to(opts: &CompareOptions, stdout: &mut dyn std::io::Write) -> Result<()> 
     if let Some(path) = &opts.svg {
         let drawn = svg::svg(&new.stats, &old.stats, &cmp, opts.align);
         write_file(path, drawn.as_bytes())?;
-        crate::tell!("vramwatch: drew the two runs in {}", shown(path));
+        crate::tell!(
+            "vramwatch: drew the two runs in {}",
+            crate::sanitize::path(path)
+        );
     }
     if let Some(g) = cmp.gate.as_ref().filter(|g| !g.passed) {
         return Err(Failure(g.reason.clone()).into());
@@ -340,14 +343,10 @@ fn run_to(opts: &CompareOptions, stdout: &mut dyn std::io::Write) -> Result<()> 
     }
 }
 
-fn shown(p: &Path) -> String {
-    crate::sanitize::clean(&p.display().to_string())
-}
-
 /// Writes `bytes` to `path` through a temporary file beside it renamed
 /// over it once complete (a FIFO or device is written in place).
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let what = || format!("writing {}", shown(path));
+    let what = || format!("writing {}", crate::sanitize::path(path));
     let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
     if special {
         return std::fs::write(path, bytes).with_context(what);

@@ -93,7 +93,7 @@ pub enum RecordError {
 impl RecordError {
     pub(crate) fn io(path: &Path, error: std::io::Error) -> RecordError {
         RecordError::Io {
-            path: reader::display(path),
+            path: crate::sanitize::path(path),
             error,
         }
     }
@@ -114,6 +114,13 @@ pub fn is_zstd_path(path: &Path) -> bool {
 /// The name the `n`th older file gets when `path` is rotated:
 /// `run.jsonl` → `run.1.jsonl`, `run.jsonl.zst` → `run.1.jsonl.zst`.
 pub fn rotated_path(path: &Path, n: u32) -> PathBuf {
+    with_stem_suffix(path, &format!(".{n}"))
+}
+
+/// `path` with `suffix` after its name's stem, before its extensions
+/// (`.jsonl.zst` and the like kept whole): `run.jsonl.zst` with `-2` is
+/// `run-2.jsonl.zst`.
+pub(crate) fn with_stem_suffix(path: &Path, suffix: &str) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -125,7 +132,7 @@ pub fn rotated_path(path: &Path, n: u32) -> PathBuf {
         .or_else(|| name.rfind('.').filter(|&i| i > 0))
         .unwrap_or(name.len());
     let (stem, ext) = name.split_at(split);
-    path.with_file_name(format!("{stem}.{n}{ext}"))
+    path.with_file_name(format!("{stem}{suffix}{ext}"))
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub fn run(args: &ReportArgs, src: &SourceArgs) -> Result<()> {
     out.flush().context("writing the report")?;
     if let Some(path) = &args.svg {
         let file = crate::commands::export::Output::create(path)?;
-        let shown = |p: &std::path::Path| crate::sanitize::clean(&p.display().to_string());
+        let shown = |p: &std::path::Path| crate::sanitize::path(p);
         // Errors name the file asked for, not the temporary one.
         svg::svg(file.path(), &rec, &sum).map_err(|e| {
             let msg = e.to_string().replace(&shown(file.path()), &shown(path));
@@ -54,7 +54,7 @@ pub fn run(args: &ReportArgs, src: &SourceArgs) -> Result<()> {
         file.commit()?;
         crate::tell!(
             "vramwatch: drew memory over time in {}",
-            crate::sanitize::clean(&path.display().to_string())
+            crate::sanitize::path(path)
         );
     }
     match rec.incomplete("report") {

@@ -35,10 +35,7 @@ fn plot_err<E: std::fmt::Display>(out: &Path) -> impl Fn(E) -> anyhow::Error + '
         let s = s
             .trim_start_matches("backend error: ")
             .trim_start_matches("Drawing backend error: ");
-        anyhow::anyhow!(
-            "drawing {}: {s}",
-            crate::sanitize::clean(&out.display().to_string())
-        )
+        anyhow::anyhow!("drawing {}: {s}", crate::sanitize::path(out))
     }
 }
 

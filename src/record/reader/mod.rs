@@ -40,7 +40,6 @@ use crate::model::{Event, Millis, Snapshot, SystemInfo};
 
 pub use check::{Damage, MAX_BAD_RUN, when};
 pub use stream::Reader;
-pub(crate) use text::display;
 pub use text::{MAX_LINE, ReadStats};
 
 use decode::{Cache, Decoded};
@@ -141,7 +140,7 @@ impl Recording {
     /// usable one, the whole file.
     pub fn open(path: &Path) -> Result<Recording, RecordError> {
         let (file, len) = text::open_file(path)?;
-        let name = display(path);
+        let name = crate::sanitize::path(path);
         let zstd = text::sniff(&file, len).map_err(|e| RecordError::io(path, e))?;
         let src = text::Text::new(file.clone(), 0, len, zstd, 64 << 10)
             .map_err(|e| RecordError::io(path, e))?;

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::check::{self, Crowd, Damage, Tally};
 use super::header;
-use super::text::{self, Lines, ReadStats, Step, Text, display, stopped};
+use super::text::{self, Lines, ReadStats, Step, Text, stopped};
 use crate::model::Snapshot;
 use crate::record::RecordError;
 use crate::record::format::{self, Header, LineType, ProcId, ProcessInfo};
@@ -46,7 +46,7 @@ impl Reader {
     /// Opens `path` and reads its header.
     pub fn open(path: &Path) -> Result<Reader, RecordError> {
         let (file, len) = text::open_file(path)?;
-        let name = display(path);
+        let name = crate::sanitize::path(path);
         let zstd = text::sniff(&file, len).map_err(|e| RecordError::io(path, e))?;
         let src = Text::new(file, 0, len, zstd, 128 << 10).map_err(|e| RecordError::io(path, e))?;
         let mut lines = Lines::new(src, 1);

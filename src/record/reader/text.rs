@@ -21,12 +21,6 @@ pub const MAX_LINE: usize = 16 << 20;
 /// The UTF-8 byte order mark.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
-/// A path as messages show it: escape sequences and control characters
-/// removed (a file name is text from outside too).
-pub(crate) fn display(path: &Path) -> String {
-    crate::sanitize::clean(&path.display().to_string())
-}
-
 /// Opens a recording: a regular file only (a FIFO would block, a device
 /// never ends). The file is opened without blocking and checked after
 /// opening, so a FIFO swapped in meanwhile cannot hang the open either.
@@ -63,7 +57,7 @@ fn not_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), RecordError>
         "not a file"
     };
     Err(RecordError::NotARecording {
-        path: display(path),
+        path: crate::sanitize::path(path),
         why: format!(
             "it is {what}, not a regular file: vramwatch reads recordings from regular files only"
         ),
