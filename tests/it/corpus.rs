@@ -651,6 +651,22 @@ fn the_corpus_held_out_at_the_end_of_the_twenty_fifth_session_scores_at_least_as
     assert!(s.never_flagged <= 1, "{s:?}");
 }
 
+/// `thirtyfirst/` (plan written and committed 2026-12-06, 3325b57, at the
+/// end of session 25; recorded on an H100 at the start of session 26 with
+/// the code it started from, 214e53f, whose analysis last changed in
+/// 1720e87), sealed and scored once before any change: 4 of 4 checkpoints
+/// (3 of 3 where the growth had run 15 s), shown by T−30 s on 1 of 1, the
+/// leak flag 19 s after the growth on `grad_accum/leak` (`vision_leak` and
+/// `fragment` never flagged); `healthy_train` ×1.15 silent, but both KV
+/// caches alarmed: τ 31 s by leak flag 66 s and forecast 74 s after its
+/// start, τ 55 s by forecast 43 s after its start.
+#[test]
+fn the_corpus_recorded_at_the_start_of_the_twenty_sixth_session_scores_at_least_as_it_did() {
+    let s = scored_set("thirtyfirst", (6, 3, 4), 4, 19.5, 2, &["kv_plateau"]);
+    assert!(s.shown_by_30 >= 1 && s.settled_held >= 3, "{s:?}");
+    assert!(s.never_flagged <= 2, "{s:?}");
+}
+
 /// KV caches whose tensors level off, where what the tensors have still to
 /// add fits in the cache their allocator already holds (PyTorch frees that
 /// cache and retries before an allocation fails), and where the level
