@@ -378,14 +378,27 @@ impl Analyzer {
             }
             // Growing only by fills levelling off (below the top, all
             // together; not at risk): no "full in", where it levels instead.
-            let fills = tr
-                .fills(t, levelling.get(&g.index).copied())
-                .filter(|_| outlook.at_risk_pct.is_none());
-            let fills_to = fills
-                .zip(tr.a.mem)
-                .map(|(more, m)| (m.used as f64 + more, m.total as f64))
-                .filter(|(to, total)| *to < BELOW_FRAC * total)
-                .map(|(to, _)| to);
+            // A level said over the top ([`BELOW_FRAC`]) counts as none
+            // said, so the last said below it stands for its hold: a fit
+            // over a second of flat tensors can reach far
+            // (`twentyfourth/01`, 50 s after its start: its tensors, flat
+            // for 2 s at 39.1 GiB, were to level at 71.0 GiB for one
+            // sample, between 45.8 and 51.9, on an 80 GB GPU; and "full
+            // in ~1m24s" was shown for that second). A leak
+            // beneath a fill climbs past the top and stays there, and its
+            // forecast comes back a hold later.
+            let mem = tr.a.mem;
+            let below = move |more: f64| {
+                mem.map(|m| (m.used as f64 + more, m.total as f64))
+                    .filter(|(to, total)| *to < BELOW_FRAC * total)
+                    .map(|(to, _)| to)
+            };
+            let said = levelling
+                .get(&g.index)
+                .copied()
+                .filter(|more| below(*more).is_some());
+            let fills = tr.fills(t, said).filter(|_| outlook.at_risk_pct.is_none());
+            let fills_to = fills.and_then(below);
             if fills_to.is_some() {
                 forecast = None;
             }

@@ -59,9 +59,12 @@ const MIN_POINTS: usize = 8;
 const MIN_RISE_FRAC: f64 = 0.015;
 /// Levelling off: the rate now under this share of the rate at the start.
 const SLOWER: f64 = 0.75;
-/// A fill this long (ms) must level off over its last half too. (From
-/// 30 s, two more false alarms: the last half of a 40 s KV cache fill,
-/// at τ 25–30 s and with entries of random sizes, did not slow enough.)
+/// A fill this long (ms) is judged over its last half too: where that
+/// slows, by its own fit; where not, at its own pace for the whole fill's
+/// time constant ([`at_own_pace`]). (From 30 s, two more false alarms,
+/// when the last half had to slow on its own: the last half of a 40 s KV
+/// cache fill, at τ 25–30 s and with entries of random sizes, did not
+/// slow enough.)
 const HALVES_MS: Millis = 45_000;
 /// A level found is kept this long (ms) over a pause in the tensors'
 /// growth.
@@ -258,13 +261,16 @@ impl Levelling {
             return None;
         }
         // Levelling off over the whole fill; and, once it is long enough
-        // to halve, over its last half too, and where the later says: a
+        // to halve, where its last half says too, the higher of the two: a
         // leak beneath a fill keeps its pace after the fill has slowed, so
-        // its last half slows less (or not at all) and would go higher.
+        // its last half slows less (or not at all) and would go higher. A
+        // last half that does not slow on its own is taken at its own
+        // pace for the whole fill's time constant (`at_own_pace`).
         let mut level = plateau(&fill)?;
         let half = fill.partition_point(|&(t, _)| t < span_s / 2.0);
         if span_s * 1000.0 >= HALVES_MS as f64 && fill.len() - half >= MIN_POINTS {
-            level = level.max(plateau(&fill[half..])?);
+            let later = &fill[half..];
+            level = level.max(plateau(later).or_else(|| at_own_pace(&fill, later))?);
         }
         (level < BELOW_FRAC * total).then_some(level)
     }
@@ -283,6 +289,45 @@ fn plateau(fill: &[(f64, f64)]) -> Option<f64> {
         return None;
     }
     Some(last + still_to_come(start_rate, rate, t1 - t0))
+}
+
+/// Where a fill's last half (`later`, the points from the middle of
+/// `fill` on) that does not slow on its own would level: at its own pace
+/// (the slope of its line) for the whole fill's time constant (its fitted
+/// rate fell by `e^(−span/τ)`), the level a fill that keeps slowing as it
+/// has would reach from there (what [`still_to_come`] gives for a rate
+/// that falls so). `None` where the whole fill does not slow, or the last
+/// half is not under [`SLOWER`] of the whole fill's start rate.
+///
+/// A cache whose entries arrive in bursts of random sizes can hold one
+/// pace for the 25–30 s of its last half while the whole fill has halved
+/// its pace: `thirtyfirst/01`'s tensors grew 0.42 GiB/s from 42 to 62 s
+/// of its fill (0.71 GiB/s at 23 s), and its GPU was forecast to be full
+/// 66 s after its start; it levelled at 50 GiB of an 80 GB GPU. A leak
+/// beneath a cache keeps its pace too, and its level climbs with what
+/// it holds until it is over the top ([`BELOW_FRAC`]).
+fn at_own_pace(fill: &[(f64, f64)], later: &[(f64, f64)]) -> Option<f64> {
+    let &(t0, _) = fill.first()?;
+    let &(t1, last) = fill.last()?;
+    let (_, c1, c2) = quadratic(fill)?;
+    let (then, now) = (c1 + 2.0 * c2 * t0, c1 + 2.0 * c2 * t1);
+    let pace = slope(later)?;
+    if now <= 0.0 || now >= then || pace <= 0.0 || pace >= SLOWER * then {
+        return None;
+    }
+    let tau = (t1 - t0) / (then / now).ln();
+    Some(last + pace * tau)
+}
+
+/// The slope of the least-squares line through `pts` (x, y), or `None`
+/// when the x are all alike.
+fn slope(pts: &[(f64, f64)]) -> Option<f64> {
+    let n = pts.len() as f64;
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
 }
 
 /// What an approach to a plateau, `P − A·e^(−t/τ)`, has still to add

@@ -425,10 +425,13 @@ fn the_corpus_held_out_from_the_levelling_rules_scores_at_least_as_it_did() {
 /// flag 144 s after the growth began, the cache silent. Then the
 /// allocators' view was taken from 85 % instead of 90 % and the tensors'
 /// flag wherever that view is (tuned on this run after it was scored):
-/// 3 of 3, the flag at 79 s.
+/// 3 of 3, the flag at 79 s. Since session 26 took a fill's last half
+/// that does not slow at its own pace (`levelling::at_own_pace`), the
+/// cache above the leak reads as levelling off 10 s longer: the flag at
+/// 89 s, the first forecast T−1m09s instead of T−1m11s.
 #[test]
 fn the_leak_beneath_a_cache_is_forecast_and_flagged() {
-    let s = scored_set("eighteenth", (2, 1, 3), 3, 80.0, 0, &[]);
+    let s = scored_set("eighteenth", (2, 1, 3), 3, 90.0, 0, &[]);
     assert!(s.shown_by_30 >= 1, "{s:?}");
 }
 
@@ -662,7 +665,7 @@ fn the_corpus_held_out_at_the_end_of_the_twenty_fifth_session_scores_at_least_as
 /// start, τ 55 s by forecast 43 s after its start.
 #[test]
 fn the_corpus_recorded_at_the_start_of_the_twenty_sixth_session_scores_at_least_as_it_did() {
-    let s = scored_set("thirtyfirst", (6, 3, 4), 4, 19.5, 2, &["kv_plateau"]);
+    let s = scored_set("thirtyfirst", (6, 3, 4), 4, 19.5, 1, &["kv_plateau"]);
     assert!(s.shown_by_30 >= 1 && s.settled_held >= 3, "{s:?}");
     assert!(s.never_flagged <= 2, "{s:?}");
 }
@@ -695,6 +698,21 @@ fn kv_caches_whose_rest_fits_the_cache_already_held_do_not_alarm() {
 #[test]
 fn kv_caches_whose_fit_flickers_raise_no_leak_flag() {
     for (set, run) in [("ninth", "05-"), ("twentyfirst", "01-")] {
+        kv_cache_is_quiet(set, run);
+    }
+}
+
+/// KV caches whose last half of the fill holds one pace while the whole
+/// fill has slowed (`thirtyfirst/01`: its tensors 0.42 GiB/s from 42 to
+/// 62 s, 0.71 GiB/s at 23 s; a leak flag 66 s and "full in" 74 s after
+/// its start), and whose fit reached over the top for one second of flat
+/// tensors (`twentyfourth/01`: a level of 71.0 GiB on an 80 GB GPU, and
+/// "full in" for that second, 50 s after its start): neither alarms since
+/// session 26's change (`levelling::at_own_pace`, and a level over the
+/// top counting as none said for the GPU's hold).
+#[test]
+fn kv_caches_whose_last_half_keeps_one_pace_do_not_alarm() {
+    for (set, run) in [("thirtyfirst", "01-"), ("twentyfourth", "01-")] {
         kv_cache_is_quiet(set, run);
     }
 }

@@ -110,10 +110,14 @@ fn a_leak_beneath_a_fill_shows_once_the_fill_has_slowed() {
     // 150 s); its last half keeps the leak's pace. (The third to 104 s
     // since a rise must be 2 % of the GPU to start a fill: before, the
     // cache's first seconds, 3 GiB/s, were cut off as fast: under 100 s.)
+    // Since a last half that does not slow is taken at its own pace for
+    // the whole fill's time constant (`at_own_pace`), the slower two
+    // show later: 136 → 164 s (the GPU full at 374 s) and 104 → 141 s
+    // (full at 246 s); the first, 66 s, is unchanged.
     for (leak, tau, cache, by) in [
         (0.5, 30.0, 40.0, 70),
-        (0.25, 30.0, 40.0, 140),
-        (0.3, 20.0, 60.0, 110),
+        (0.25, 30.0, 40.0, 170),
+        (0.3, 20.0, 60.0, 150),
     ] {
         let f = |s: u64| match s {
             0..5 => 0.0,
@@ -129,6 +133,36 @@ fn a_leak_beneath_a_fill_shows_once_the_fill_has_slowed() {
             .expect("levelling at first");
         assert!(last < by, "leak {leak}: levelling to {last} s");
     }
+}
+
+#[test]
+fn a_fill_whose_last_half_holds_one_pace_is_levelling_off_at_that_pace() {
+    // 4 GiB of weights, then a cache at 1.0 GiB/s for 15 s and 0.42 GiB/s
+    // for 40 s more (`thirtyfirst/01`'s tensors: new prompts in bursts of
+    // random sizes keep one pace over the last half of the fill, after
+    // the whole fill has slowed).
+    let f = |s: u64| match s {
+        0..5 => 0.0,
+        5..20 => 4.0 + (s - 5) as f64,
+        _ => 19.0 + 0.42 * (s - 20) as f64,
+    };
+    let l = levels(60, f);
+    // Once the fill is 45 s long, its last half is taken at its own pace
+    // for the whole fill's time constant: levelling off, above where the
+    // tensors are and under the GPU.
+    for (s, x) in l.iter().enumerate().skip(51) {
+        let x = x.unwrap_or_else(|| panic!("{s} s: {l:?}")) / GIB;
+        assert!(x > f(s as u64) + 5.0 && x < 70.0, "{s} s: {x}");
+    }
+    // The same pace from the start is no fill levelling off.
+    let leak = levels(60, |s| {
+        if s < 5 {
+            0.0
+        } else {
+            4.0 + 0.42 * (s - 5) as f64
+        }
+    });
+    assert!(leak.iter().all(Option::is_none), "{leak:?}");
 }
 
 #[test]
@@ -244,11 +278,15 @@ fn a_level_is_not_kept_once_the_tensors_grow_past_it_or_on() {
         l.level_now(TOTAL);
     }
     let level = l.level_now(TOTAL).expect("levelling off") / GIB;
-    // A jump past it (a leak's step), then flat: no level held.
+    // A jump past it (a leak's step), then flat: the level found is not
+    // held. (The fit may find a new one above: the last half's pace, the
+    // jump in it, for the whole fill's time constant, 57–65 GiB.)
     l.push(1_061_000, ((level + 2.0) * GIB) as u64);
     for s in 62..70 {
         l.push(1_000_000 + s * 1000, ((level + 2.0) * GIB) as u64);
-        assert_eq!(l.level_now(TOTAL), None, "{s} s");
+        if let Some(now) = l.level_now(TOTAL) {
+            assert!(now / GIB > level + 2.0, "{s} s: {}", now / GIB);
+        }
     }
 }
 
@@ -276,8 +314,17 @@ fn a_steady_level_holds_the_leak_flag_while_the_fit_finds_none() {
         l.push(t, v);
         held.push((s, l.level_now(TOTAL), l.steady_level_holds(t)));
     }
-    // Growing, so not a pause: the forecast's level is gone at once ...
-    assert!(held.iter().all(|(_, now, _)| now.is_none()), "{held:?}");
+    // Growing, so not a pause: the forecast's level is gone from the
+    // next sample on (at the first, the burst is in the last half's pace,
+    // and the fit finds a level above it, `at_own_pace`) ...
+    assert!(
+        held[0].1.is_none_or(|x| x > (f(44) + 2.95) * GIB),
+        "{held:?}"
+    );
+    assert!(
+        held[1..].iter().all(|(_, now, _)| now.is_none()),
+        "{held:?}"
+    );
     // ... but the leak flag waits 15 s from the last level found.
     assert!(held.iter().all(|&(s, _, h)| h == (s <= 59)), "{held:?}");
 }
