@@ -670,6 +670,22 @@ fn the_corpus_recorded_at_the_start_of_the_twenty_sixth_session_scores_at_least_
     assert!(s.never_flagged <= 2, "{s:?}");
 }
 
+/// `thirtysecond/` (plan written and committed 2026-12-06 after
+/// `thirtyfirst/` was traced, before session 26's levelling change;
+/// recorded on an H200 with that change), sealed and scored once: both KV
+/// caches (τ 40 and 60 s), `healthy_train` ×1.0 silent; `leak_keep/logits`
+/// 2 of 2 checkpoints, flagged 19 s into its growth; but the leak beneath
+/// a KV cache 0 of 3: no forecast at T−60 s, and at T−30 and T−10 s ranges
+/// that ended before its OOM (3 s (0–19 s), 1 s (0–3 s)); first forecast
+/// T−56 s, leak flag 53 s into its growth. The code before the change
+/// scores it the same.
+#[test]
+fn the_corpus_held_out_from_the_twenty_sixth_session_change_scores_at_least_as_it_did() {
+    let s = scored_set("thirtysecond", (5, 2, 5), 2, 53.5, 0, &[]);
+    assert!(s.shown_by_30 >= 2 && s.settled_held >= 1, "{s:?}");
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
+
 /// KV caches whose tensors level off, where what the tensors have still to
 /// add fits in the cache their allocator already holds (PyTorch frees that
 /// cache and retries before an allocation fails), and where the level
