@@ -266,57 +266,79 @@ impl Levelling {
         // its last half slows less (or not at all) and would go higher. A
         // last half that does not slow on its own is taken at its own
         // pace for the whole fill's time constant (`at_own_pace`).
-        let mut level = plateau(&fill)?;
+        let whole = Slowing::of(&fill)?;
+        let mut level = whole.level(last);
         let half = fill.partition_point(|&(t, _)| t < span_s / 2.0);
         if span_s * 1000.0 >= HALVES_MS as f64 && fill.len() - half >= MIN_POINTS {
             let later = &fill[half..];
-            level = level.max(plateau(later).or_else(|| at_own_pace(&fill, later))?);
+            let own = match Slowing::of(later) {
+                Some(s) => Some(s.level(last)),
+                None => at_own_pace(whole, later, last),
+            };
+            level = level.max(own?);
         }
         (level < BELOW_FRAC * total).then_some(level)
     }
 }
 
-/// Where the points (s, bytes) would level off, taken as an approach to a
-/// plateau, if they slow: `None` unless the fitted rate at the last point
-/// is under [`SLOWER`] of the rate at the first.
-fn plateau(fill: &[(f64, f64)]) -> Option<f64> {
-    let &(t0, _) = fill.first()?;
-    let &(t1, last) = fill.last()?;
-    let (_, c1, c2) = quadratic(fill)?;
-    let start_rate = c1 + 2.0 * c2 * t0;
-    let rate = c1 + 2.0 * c2 * t1;
-    if c2 >= 0.0 || start_rate <= 0.0 || rate >= SLOWER * start_rate {
-        return None;
-    }
-    Some(last + still_to_come(start_rate, rate, t1 - t0))
+/// A fill's fitted rate (a quadratic through its points, s and bytes) at
+/// its first point and its last, where it slows: the rate at the last is
+/// under [`SLOWER`] of the first's (and the fit curves down).
+#[derive(Clone, Copy, Debug)]
+struct Slowing {
+    /// The rate at the first point and at the last, B/s.
+    then: f64,
+    now: f64,
+    /// Between them, s.
+    span_s: f64,
 }
 
-/// Where a fill's last half (`later`, the points from the middle of
-/// `fill` on) that does not slow on its own would level: at its own pace
-/// (the slope of its line) for the whole fill's time constant (its fitted
-/// rate fell by `e^(−span/τ)`), the level a fill that keeps slowing as it
-/// has would reach from there (what [`still_to_come`] gives for a rate
-/// that falls so). `None` where the whole fill does not slow, or the last
-/// half is not under [`SLOWER`] of the whole fill's start rate.
+impl Slowing {
+    fn of(fill: &[(f64, f64)]) -> Option<Slowing> {
+        let &(t0, _) = fill.first()?;
+        let &(t1, _) = fill.last()?;
+        let (_, c1, c2) = quadratic(fill)?;
+        let (then, now) = (c1 + 2.0 * c2 * t0, c1 + 2.0 * c2 * t1);
+        (c2 < 0.0 && then > 0.0 && now < SLOWER * then).then_some(Slowing {
+            then,
+            now,
+            span_s: t1 - t0,
+        })
+    }
+
+    /// Where the fill, now at `last` bytes, would level off, taken as an
+    /// approach to a plateau.
+    fn level(self, last: f64) -> f64 {
+        last + still_to_come(self.then, self.now, self.span_s)
+    }
+}
+
+/// Where a fill's last half (`later`, the points from the middle of the
+/// fill on, the last at `last` bytes) that does not slow on its own would
+/// level, the whole fill slowing as `whole` says: at the last half's own
+/// pace (the slope of its line) for the whole fill's time constant (the
+/// level a fill at that pace, slowing as the whole has, would reach).
+/// `None` where the whole fill's rate now is not positive, or where the
+/// last half's pace is not positive or not under [`SLOWER`] of the whole
+/// fill's start rate. A last half that speeds up is taken so too (its
+/// level climbs with it): a cache's last half can, by chance, and the
+/// corpus's did (`thirtyfirst/01`'s fit curves up; requiring it not to
+/// gave that false alarm back).
 ///
 /// A cache whose entries arrive in bursts of random sizes can hold one
 /// pace for the 25–30 s of its last half while the whole fill has halved
 /// its pace: `thirtyfirst/01`'s tensors grew 0.42 GiB/s from 42 to 62 s
-/// of its fill (0.71 GiB/s at 23 s), and its GPU was forecast to be full
-/// 66 s after its start; it levelled at 50 GiB of an 80 GB GPU. A leak
-/// beneath a cache keeps its pace too, and its level climbs with what
-/// it holds until it is over the top ([`BELOW_FRAC`]).
-fn at_own_pace(fill: &[(f64, f64)], later: &[(f64, f64)]) -> Option<f64> {
-    let &(t0, _) = fill.first()?;
-    let &(t1, last) = fill.last()?;
-    let (_, c1, c2) = quadratic(fill)?;
-    let (then, now) = (c1 + 2.0 * c2 * t0, c1 + 2.0 * c2 * t1);
+/// of its growth (0.71 GiB/s at 23 s) and levelled at 50 GiB of an 80 GB
+/// GPU, but with no level known from 57 s its leak flag came 66 s and
+/// "full in" 74 s after its start. A leak beneath a cache keeps its pace
+/// too, and its level climbs with what it holds until it is over the top
+/// ([`BELOW_FRAC`]).
+fn at_own_pace(whole: Slowing, later: &[(f64, f64)], last: f64) -> Option<f64> {
     let pace = slope(later)?;
-    if now <= 0.0 || now >= then || pace <= 0.0 || pace >= SLOWER * then {
+    if whole.now <= 0.0 || pace <= 0.0 || pace >= SLOWER * whole.then {
         return None;
     }
-    let tau = (t1 - t0) / (then / now).ln();
-    Some(last + pace * tau)
+    Some(last + pace * time_constant(whole.then, whole.now, whole.span_s))
 }
 
 /// The slope of the least-squares line through `pts` (x, y), or `None`
@@ -338,7 +360,14 @@ pub(crate) fn still_to_come(then: f64, now: f64, dt_s: f64) -> f64 {
     if now <= 0.0 {
         return 0.0;
     }
-    now * dt_s / (then / now).ln()
+    now * time_constant(then, now, dt_s)
+}
+
+/// The time constant τ (s) of an approach to a plateau whose rate fell
+/// from `then` to `now` (B/s, both positive, `then` > `now`) over `dt_s`:
+/// `dt / ln(then / now)`.
+fn time_constant(then: f64, now: f64, dt_s: f64) -> f64 {
+    dt_s / (then / now).ln()
 }
 
 /// Least squares `y = c0 + c1·x + c2·x²` over `pts` (x, y), or `None` when

@@ -150,7 +150,7 @@ fn a_fill_whose_last_half_holds_one_pace_is_levelling_off_at_that_pace() {
     // Once the fill is 45 s long, its last half is taken at its own pace
     // for the whole fill's time constant: levelling off, above where the
     // tensors are and under the GPU.
-    for (s, x) in l.iter().enumerate().skip(51) {
+    for (s, x) in l.iter().enumerate().skip(50) {
         let x = x.unwrap_or_else(|| panic!("{s} s: {l:?}")) / GIB;
         assert!(x > f(s as u64) + 5.0 && x < 70.0, "{s} s: {x}");
     }
@@ -280,7 +280,10 @@ fn a_level_is_not_kept_once_the_tensors_grow_past_it_or_on() {
     let level = l.level_now(TOTAL).expect("levelling off") / GIB;
     // A jump past it (a leak's step), then flat: the level found is not
     // held. (The fit may find a new one above: the last half's pace, the
-    // jump in it, for the whole fill's time constant, 57–65 GiB.)
+    // jump in it, for the whole fill's time constant, 59–65 GiB with the
+    // tensors at 48.9, held over the pause. That is a price of
+    // `at_own_pace`: a leak's step after a fill that slowed reads as a
+    // fill levelling off higher until its level is over the top.)
     l.push(1_061_000, ((level + 2.0) * GIB) as u64);
     for s in 62..70 {
         l.push(1_000_000 + s * 1000, ((level + 2.0) * GIB) as u64);
