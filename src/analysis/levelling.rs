@@ -320,7 +320,10 @@ impl Slowing {
 /// level a fill at that pace, slowing as the whole has, would reach).
 /// `None` where the whole fill's rate now is not positive, or where the
 /// last half's pace is not positive or not under [`SLOWER`] of the whole
-/// fill's start rate. A last half that speeds up is taken so too (its
+/// fill's start rate (a leak after a faster start keeps near its start's
+/// pace, and its level would climb with it: unit test
+/// `growth_that_slowed_once_and_keeps_its_pace_is_not_levelling_off`). A
+/// last half that speeds up is taken so too (its
 /// level climbs with it): a cache's last half can, by chance, and the
 /// corpus's did (`thirtyfirst/01`'s fit curves up; requiring it not to
 /// gave that false alarm back).
