@@ -686,6 +686,22 @@ fn the_corpus_held_out_from_the_twenty_sixth_session_change_scores_at_least_as_i
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
 
+/// `thirtythird/` (plan written and committed 2026-12-06 at the end of
+/// session 26, after its levelling change; recorded on an H200 at the
+/// start of session 27 with 15e9691), sealed and scored once before any
+/// change: both KV caches (τ 30 and 45 s) and `healthy_train` ×1.1
+/// silent; `empty_cache_saw` ×1.0 2 of 2 checkpoints, flagged 20 s into
+/// its growth; the leak beneath a KV cache 0 of 3 again (T−60 s
+/// "21s (12s–37s)", T−30 s "1s (0s–20s)", T−10 s "0s (0s–0s)" for an OOM
+/// 60, 30 and 10 s away), at risk at one of them; flagged 29 s into its
+/// growth.
+#[test]
+fn the_second_set_held_out_from_the_twenty_sixth_session_change_scores_at_least_as_it_did() {
+    let s = scored_set("thirtythird", (5, 2, 5), 2, 29.5, 0, &[]);
+    assert!(s.shown_by_30 >= 2, "{s:?}");
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
+
 /// KV caches whose tensors level off, where what the tensors have still to
 /// add fits in the cache their allocator already holds (PyTorch frees that
 /// cache and retries before an allocation fails), and where the level
