@@ -110,8 +110,13 @@ pub struct EnvelopeParams {
     /// levelling off (no forecast) ...
     pub decel: f64,
     /// ... once the regime is this long (shorter halves are too noisy: a
-    /// staircase's steps land unevenly).
+    /// staircase's steps land unevenly). Between `decel` and this share,
+    /// where nothing fell and the newer half keeps one pace, the growth
+    /// slowed for good: the regime starts again at the newer half
+    /// (`Envelope::slowed_for_good`).
     pub decel_after: Duration,
+    /// See `decel_after`.
+    pub slowed: f64,
     /// The central estimate may reach at most this many times the
     /// regime's length ahead: a trend seen for 6 s says nothing about the
     /// next 15 minutes (a process creating its CUDA context climbs for a
@@ -146,6 +151,7 @@ impl Default for EnvelopeParams {
             max_slip_rel: 0.1,
             decel: 0.6,
             decel_after: Duration::from_secs(24),
+            slowed: 0.8,
             max_extrapolation: 20.0,
             saturated_frac: 0.0025,
             at_risk_pct: 97.0,
@@ -306,6 +312,14 @@ impl Envelope {
         // reading confirms: `Rises`).
         self.regime.rises.observe(t_ms, used, total / 1000.0);
         let at_risk_pct = self.fullness(t_ms, m.pct_full(pt.peak as u64), p);
+        // Growth that slowed for good: the regime starts again where it
+        // did (its new highs, its held candidates and what it shows go on).
+        if let Some(first) = self.regime.points.front() {
+            let span_s = t_ms.saturating_sub(first.t) as f64 / 1000.0;
+            if let Some(from) = self.slowed_for_good(span_s, p) {
+                self.regime.points.drain(..from);
+            }
+        }
         // The regime's rate, fitted once: shown, and the candidate's basis.
         let rate = self.regime_rate(t_ms, p);
         let candidate = self.candidate(t_ms, m, rate, gap_s, p);

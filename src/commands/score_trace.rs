@@ -101,6 +101,7 @@ fn params() -> AnalysisConfig {
         match k {
             "decel" => e.decel = x,
             "decel_after" => e.decel_after = secs(x),
+            "slowed" => e.slowed = x,
             "hold" => e.hold = secs(x),
             "max_slip" => e.max_slip = x,
             "max_slip_rel" => e.max_slip_rel = x,

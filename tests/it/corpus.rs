@@ -751,6 +751,31 @@ fn kv_caches_whose_last_half_keeps_one_pace_do_not_alarm() {
 
 /// The run of `set` whose name starts with `run` is a KV cache, and raised
 /// no false alarm.
+/// Leaks beneath a KV cache: once the cache has filled, only the leak's
+/// pace is left, and the regime starts again where the growth slowed for
+/// good (session 27). Before, the whole regime's rate (the cache's fill
+/// in it) ran every range out before the OOM: `thirtysecond/02` T−30 s
+/// "3s (0s–19s)", `thirtythird/02` T−30 s "1s (0s–20s)" and T−10 s
+/// "0s (0s–0s)".
+#[test]
+fn leaks_beneath_a_kv_cache_are_forecast_at_the_pace_left_once_it_has_filled() {
+    for (set, run, leads) in [
+        ("thirtysecond", "02-", &[30][..]),
+        ("thirtythird", "02-", &[30, 10][..]),
+    ] {
+        let runs = corpus(set);
+        let r = runs.iter().find(|r| r.run.starts_with(run)).unwrap();
+        assert!(r.label.starts_with("kv_plateau/leak"), "{r:?}");
+        for lead in leads {
+            let c = r.checkpoints.iter().find(|c| c.lead_s == *lead).unwrap();
+            assert!(
+                c.shown.is_some_and(|s| s.held),
+                "{set}/{run} T−{lead}: {c:?}"
+            );
+        }
+    }
+}
+
 fn kv_cache_is_quiet(set: &str, run: &str) {
     let runs = corpus(set);
     let r = runs

@@ -12,6 +12,22 @@ use crate::model::MemInfo;
 /// not worth saying.
 const LEVEL_MIN: f64 = 0.02;
 
+/// The older and newer halves of a regime's last three quarters.
+struct Halves {
+    older: Rate,
+    newer: Rate,
+    /// The span they cover, s.
+    span_s: f64,
+    /// The newer half's first point, its index in the regime's points.
+    newer_from: usize,
+    /// Whether any reading fell in them (taken as the lower of it and the
+    /// one before).
+    fell: bool,
+    /// Whether the newer half keeps one pace: its own newer half's range
+    /// not all below its older half's.
+    newer_steady: bool,
+}
+
 impl Envelope {
     /// Whether the newer half of the regime's last three quarters grows at
     /// less than `decel` of the older half's rate, surely so (the newer
@@ -33,11 +49,44 @@ impl Envelope {
         span_s: f64,
         p: &EnvelopeParams,
     ) -> Option<(Rate, Rate, f64)> {
+        let h = self.halves(span_s, p)?;
+        (h.newer.bps < p.decel * h.older.bps).then_some((h.older, h.newer, h.span_s))
+    }
+
+    /// Where the regime's growth slowed for good without levelling off:
+    /// the index (in the regime's points) of the newer half's first point,
+    /// where the newer half grows surely slower than the older (as
+    /// [`Envelope::deceleration`] judges them) at `decel` to `slowed` of
+    /// its rate, keeps one pace itself (its own halves not surely apart),
+    /// and nothing fell since the first quarter (a sawtooth's teeth or a
+    /// retry's freed cache make halves that differ by chance); and only
+    /// where each half spans `decel_after`, so the regime that starts
+    /// again can itself be judged for levelling off at once (without this,
+    /// the `crowded` simulation's GPU 1, its processes starting over 30 s
+    /// and their caches then filling, was forecast full 30 s in). What came
+    /// before says nothing about the growth now, as before a level shift:
+    /// a leak beneath a KV cache grows the cache's pace and then, once it
+    /// has filled, the leak's alone (`thirtythird/02`: 1.1 GiB/s over the
+    /// regime, ~0.75 after; the whole regime's rate ended every range
+    /// before the OOM).
+    pub(super) fn slowed_for_good(&self, span_s: f64, p: &EnvelopeParams) -> Option<usize> {
+        let h = self.halves(span_s, p)?;
+        let (a, b) = (h.older.bps, h.newer.bps);
+        let judged = h.span_s / 2.0 >= p.decel_after.as_secs_f64();
+        (b >= p.decel * a && b < p.slowed * a && b > 0.0 && !h.fell && h.newer_steady && judged)
+            .then_some(h.newer_from)
+    }
+
+    /// The halves of the regime's last three quarters (see
+    /// [`Envelope::deceleration`]), where the older grows and the newer's
+    /// range is all below the older's.
+    fn halves(&self, span_s: f64, p: &EnvelopeParams) -> Option<Halves> {
         if span_s < p.decel_after.as_secs_f64() {
             return None;
         }
         let last = self.regime.points.back()?.t;
-        let judged = self.regime.points.iter().skip(self.regime.points.len() / 4);
+        let skip = self.regime.points.len() / 4;
+        let judged = self.regime.points.iter().skip(skip);
         let first = judged.clone().next()?.t;
         let span_s = last.saturating_sub(first) as f64 / 1000.0;
         let mut fallen = 0.0;
@@ -61,7 +110,25 @@ impl Envelope {
         let newer: VecDeque<Point> = rises.iter().skip(mid).copied().collect();
         let a = theil_sen(&older, span_s / 8.0)?;
         let b = theil_sen(&newer, span_s / 8.0)?;
-        (a.bps > 0.0 && b.bps < p.decel * a.bps && b.high < a.low).then_some((a, b, span_s))
+        if !(a.bps > 0.0 && b.high < a.low) {
+            return None;
+        }
+        // The newer half's own halves, as the regime's are judged.
+        let n = newer.len() / 2;
+        let c: VecDeque<Point> = newer.iter().take(n + 1).copied().collect();
+        let d: VecDeque<Point> = newer.iter().skip(n).copied().collect();
+        let newer_steady = match (theil_sen(&c, span_s / 16.0), theil_sen(&d, span_s / 16.0)) {
+            (Some(c), Some(d)) => d.high >= c.low,
+            _ => true,
+        };
+        Some(Halves {
+            older: a,
+            newer: b,
+            span_s,
+            newer_from: skip + mid,
+            fell: fallen > 0.0,
+            newer_steady,
+        })
     }
 
     /// Where a decelerating fill levels off, bytes: taken as an approach to
@@ -105,3 +172,6 @@ impl Envelope {
         theil_sen(&pts, span / 4.0).filter(|r| r.bps > 0.0)
     }
 }
+
+#[cfg(test)]
+mod tests;
