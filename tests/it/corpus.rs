@@ -751,6 +751,18 @@ fn kv_caches_whose_last_half_keeps_one_pace_do_not_alarm() {
 
 /// The run of `set` whose name starts with `run` is a KV cache, and raised
 /// no false alarm.
+/// `thirtyfourth/` (plan written and committed 2026-12-06 by session 27
+/// before its analysis change; recorded on an H100 with that change,
+/// 363b71f, and only its first two jobs for the device time left), sealed
+/// and scored once: the KV cache (τ 35 s) silent; `eval_spike/cached` ×1.0
+/// no forecast at T−30 s (first T−29 s), held at T−10 s, flagged 20 s into
+/// its growth. The code before the change scores it the same.
+#[test]
+fn the_set_held_out_from_the_twenty_seventh_session_change_scores_at_least_as_it_did() {
+    let s = scored_set("thirtyfourth", (2, 1, 2), 1, 20.5, 0, &[]);
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
