@@ -110,12 +110,13 @@ pub struct EnvelopeParams {
     /// levelling off (no forecast) ...
     pub decel: f64,
     /// ... once the regime is this long (shorter halves are too noisy: a
-    /// staircase's steps land unevenly). Between `decel` and this share,
-    /// where nothing fell and the newer half keeps one pace, the growth
-    /// slowed for good: the regime starts again at the newer half
-    /// (`Envelope::slowed_for_good`).
+    /// staircase's steps land unevenly).
     pub decel_after: Duration,
-    /// See `decel_after`.
+    /// The newer half growing at `decel` to under this share of the older
+    /// half's rate (the ranges apart), not slowing further itself, with
+    /// nothing fallen and the newer half `decel_after` long: the growth
+    /// slowed for good, and the regime starts again at the newer half
+    /// (`Envelope::slowed_for_good`).
     pub slowed: f64,
     /// The central estimate may reach at most this many times the
     /// regime's length ahead: a trend seen for 6 s says nothing about the
@@ -313,7 +314,10 @@ impl Envelope {
         self.regime.rises.observe(t_ms, used, total / 1000.0);
         let at_risk_pct = self.fullness(t_ms, m.pct_full(pt.peak as u64), p);
         // Growth that slowed for good: the regime starts again where it
-        // did (its new highs, its held candidates and what it shows go on).
+        // slowed. Unlike a level shift, its new highs, held candidates and
+        // the forecast it shows go on (a shown forecast then moves to the
+        // new pace at once; one that reaches over `max_extrapolation` ×
+        // the shorter regime is withdrawn).
         if let Some(first) = self.regime.points.front() {
             let span_s = t_ms.saturating_sub(first.t) as f64 / 1000.0;
             if let Some(from) = self.slowed_for_good(span_s, p) {

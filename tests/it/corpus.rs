@@ -749,8 +749,6 @@ fn kv_caches_whose_last_half_keeps_one_pace_do_not_alarm() {
     }
 }
 
-/// The run of `set` whose name starts with `run` is a KV cache, and raised
-/// no false alarm.
 /// `thirtyfourth/` (plan written and committed 2026-12-06 by session 27
 /// before its analysis change; recorded on an H100 with that change,
 /// 363b71f, and only its first two jobs for the device time left), sealed
@@ -788,6 +786,8 @@ fn leaks_beneath_a_kv_cache_are_forecast_at_the_pace_left_once_it_has_filled() {
     }
 }
 
+/// The run of `set` whose name starts with `run` is a KV cache, and raised
+/// no false alarm.
 fn kv_cache_is_quiet(set: &str, run: &str) {
     let runs = corpus(set);
     let r = runs

@@ -23,8 +23,9 @@ struct Halves {
     /// Whether any reading fell in them (taken as the lower of it and the
     /// one before).
     fell: bool,
-    /// Whether the newer half keeps one pace: its own newer half's range
-    /// not all below its older half's.
+    /// Whether the newer half does not slow further: its own newer half's
+    /// range not all below its older half's (true where either has too
+    /// few pairs to fit).
     newer_steady: bool,
 }
 
@@ -57,10 +58,13 @@ impl Envelope {
     /// the index (in the regime's points) of the newer half's first point,
     /// where the newer half grows surely slower than the older (as
     /// [`Envelope::deceleration`] judges them) at `decel` to `slowed` of
-    /// its rate, keeps one pace itself (its own halves not surely apart),
-    /// and nothing fell since the first quarter (a sawtooth's teeth or a
-    /// retry's freed cache make halves that differ by chance); and only
-    /// where each half spans `decel_after`, so the regime that starts
+    /// its rate, does not slow further itself (its own newer half's range
+    /// not all below its older half's; taken as not slowing where either
+    /// has too few pairs to fit), and nothing at all fell since the first
+    /// quarter (a sawtooth's teeth or a retry's freed cache make halves
+    /// that differ by chance); and only where the newer half spans
+    /// `decel_after` by the clock (a transient taken out leaves a hole in
+    /// the points, and the halves are split by count), so the regime that starts
     /// again can itself be judged for levelling off at once (without this,
     /// the `crowded` simulation's GPU 1, its processes starting over 30 s
     /// and their caches then filling, was forecast full 30 s in). What came
@@ -72,8 +76,10 @@ impl Envelope {
     pub(super) fn slowed_for_good(&self, span_s: f64, p: &EnvelopeParams) -> Option<usize> {
         let h = self.halves(span_s, p)?;
         let (a, b) = (h.older.bps, h.newer.bps);
-        let judged = h.span_s / 2.0 >= p.decel_after.as_secs_f64();
-        (b >= p.decel * a && b < p.slowed * a && b > 0.0 && !h.fell && h.newer_steady && judged)
+        let last = self.regime.points.back()?.t;
+        let from = self.regime.points.get(h.newer_from)?.t;
+        let judged = last.saturating_sub(from) as f64 / 1000.0 >= p.decel_after.as_secs_f64();
+        (b >= p.decel * a && b < p.slowed * a && !h.fell && h.newer_steady && judged)
             .then_some(h.newer_from)
     }
 
