@@ -33,6 +33,24 @@ fn slowing_to(then: f64, p: &EnvelopeParams, dip: bool) -> (Outlook, usize) {
     (o, e.regime.points.len())
 }
 
+/// The regime's points after `f(s)` bytes read at 1 Hz for seconds 0 to
+/// `last`, with the default parameters.
+fn points_after(last: u64, f: impl Fn(u64) -> f64) -> usize {
+    let p = EnvelopeParams::default();
+    let mut e = Envelope::default();
+    for s in 0..=last {
+        e.observe(
+            1_000_000 + s * 1000,
+            mem(f(s)),
+            Some(f(s) as u64),
+            1.0,
+            &p,
+            true,
+        );
+    }
+    e.regime.points.len()
+}
+
 fn slowing(p: &EnvelopeParams, dip: bool) -> (Outlook, usize) {
     slowing_to(0.7, p, dip)
 }
@@ -76,19 +94,7 @@ fn growth_that_slowed_starts_again_only_where_the_newer_half_can_be_judged() {
     // simulation: processes starting over 30 s, then their caches filling,
     // gave a forecast for a GPU that never filled).
     let f = |s: u64| if s <= 20 { 10.0 + s as f64 } else { 30.0 + 0.7 * (s - 20) as f64 } * GIB;
-    let p = EnvelopeParams::default();
-    let mut e = Envelope::default();
-    for s in 0..=45u64 {
-        e.observe(
-            1_000_000 + s * 1000,
-            mem(f(s)),
-            Some(f(s) as u64),
-            1.0,
-            &p,
-            true,
-        );
-    }
-    assert_eq!(e.regime.points.len(), 46);
+    assert_eq!(points_after(45, f), 46);
 }
 
 #[test]
@@ -97,19 +103,7 @@ fn a_fill_that_keeps_slowing_does_not_start_again() {
     // halves are surely apart at 0.72, but so are the newer half's own:
     // still slowing, not a new pace.
     let f = |s: u64| (10.0 + 120.0 * (1.0 - (-(s as f64) / 100.0).exp())) * GIB;
-    let p = EnvelopeParams::default();
-    let mut e = Envelope::default();
-    for s in 0..=90u64 {
-        e.observe(
-            1_000_000 + s * 1000,
-            mem(f(s)),
-            Some(f(s) as u64),
-            1.0,
-            &p,
-            true,
-        );
-    }
-    assert_eq!(e.regime.points.len(), 91);
+    assert_eq!(points_after(90, f), 91);
 }
 
 #[test]
