@@ -318,15 +318,15 @@ impl Envelope {
         // the forecast it shows go on (a shown forecast then moves to the
         // new pace at once; one that reaches over `max_extrapolation` ×
         // the shorter regime is withdrawn).
-        if let Some(first) = self.regime.points.front() {
-            let span_s = t_ms.saturating_sub(first.t) as f64 / 1000.0;
-            if let Some(from) = self.slowed_for_good(span_s, p) {
-                self.regime.points.drain(..from);
-            }
+        // The halves are judged once, and again only after that.
+        let mut halves = self.halves_now(t_ms, p);
+        if let Some(from) = halves.as_ref().and_then(|h| self.slowed_for_good(h, p)) {
+            self.regime.points.drain(..from);
+            halves = self.halves_now(t_ms, p);
         }
         // The regime's rate, fitted once: shown, and the candidate's basis.
         let rate = self.regime_rate(t_ms, p);
-        let candidate = self.candidate(t_ms, m, rate, gap_s, p);
+        let candidate = self.candidate(t_ms, m, rate, halves.as_ref(), gap_s, p);
         self.last = candidate.ok();
         if !want {
             self.hold(None, false, p);
@@ -425,12 +425,14 @@ impl Envelope {
         theil_sen(&self.regime.points, span_s / 4.0)
     }
 
-    /// The forecast the current regime gives, before it is held.
+    /// The forecast the current regime gives, before it is held (`halves`:
+    /// its halves as judged at `t`, [`Envelope::halves_now`]).
     fn candidate(
         &self,
         t: Millis,
         m: MemInfo,
         rate: Option<Rate>,
+        halves: Option<&decel::Halves>,
         gap_s: f64,
         p: &EnvelopeParams,
     ) -> Result<Forecast, Refusal> {
@@ -448,7 +450,7 @@ impl Envelope {
             return Err(Refusal::Because("no new high"));
         }
         let rate = rate.ok_or(Refusal::Because("few pairs"))?;
-        if let Some((older, newer, span_s)) = self.deceleration(span_s, p) {
+        if let Some((older, newer, span_s)) = halves.and_then(|h| Self::deceleration(h, p)) {
             return Err(Refusal::Decelerating {
                 older,
                 newer,

@@ -6,14 +6,14 @@ use std::collections::VecDeque;
 use super::{Confirm, Envelope, EnvelopeParams, Point, theil_sen};
 use crate::analysis::levelling::still_to_come;
 use crate::analysis::slope::Rate;
-use crate::model::MemInfo;
+use crate::model::{MemInfo, Millis};
 
 /// A level closer than this share of the GPU to the memory in use now is
 /// not worth saying.
 const LEVEL_MIN: f64 = 0.02;
 
 /// The older and newer halves of a regime's last three quarters.
-struct Halves {
+pub(super) struct Halves {
     older: Rate,
     newer: Rate,
     /// The span they cover, s.
@@ -45,12 +45,10 @@ impl Envelope {
     /// caught at a tooth's top does not count its fall as growth.
     /// Returns the older and newer halves' rates, and the span they cover,
     /// when it is.
-    pub(super) fn deceleration(
-        &self,
-        span_s: f64,
-        p: &EnvelopeParams,
-    ) -> Option<(Rate, Rate, f64)> {
-        let h = self.halves(span_s, p)?;
+    ///
+    /// The halves are judged once a sample ([`Envelope::halves_now`]); this
+    /// reads them.
+    pub(super) fn deceleration(h: &Halves, p: &EnvelopeParams) -> Option<(Rate, Rate, f64)> {
         (h.newer.bps < p.decel * h.older.bps).then_some((h.older, h.newer, h.span_s))
     }
 
@@ -73,8 +71,7 @@ impl Envelope {
     /// has filled, the leak's alone (`thirtythird/02`: 1.1 GiB/s over the
     /// regime, ~0.75 after; the whole regime's rate ended every range
     /// before the OOM).
-    pub(super) fn slowed_for_good(&self, span_s: f64, p: &EnvelopeParams) -> Option<usize> {
-        let h = self.halves(span_s, p)?;
+    pub(super) fn slowed_for_good(&self, h: &Halves, p: &EnvelopeParams) -> Option<usize> {
         let (a, b) = (h.older.bps, h.newer.bps);
         let last = self.regime.points.back()?.t;
         let from = self.regime.points.get(h.newer_from)?.t;
@@ -83,10 +80,12 @@ impl Envelope {
             .then_some(h.newer_from)
     }
 
-    /// The halves of the regime's last three quarters (see
+    /// The halves of the regime's last three quarters at `t` (see
     /// [`Envelope::deceleration`]), where the older grows and the newer's
-    /// range is all below the older's.
-    fn halves(&self, span_s: f64, p: &EnvelopeParams) -> Option<Halves> {
+    /// range is all below the older's: judged once a sample, for both the
+    /// levelling-off check and [`Envelope::slowed_for_good`].
+    pub(super) fn halves_now(&self, t: Millis, p: &EnvelopeParams) -> Option<Halves> {
+        let span_s = t.saturating_sub(self.regime.points.front()?.t) as f64 / 1000.0;
         if span_s < p.decel_after.as_secs_f64() {
             return None;
         }
