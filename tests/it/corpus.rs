@@ -761,6 +761,30 @@ fn the_set_held_out_from_the_twenty_seventh_session_change_scores_at_least_as_it
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
 
+/// `thirtyfifth/` (plan written and committed 2026-12-07 by session 28,
+/// 4722528, to test session 27's change on leaks beneath a KV cache it
+/// was not tuned on; recorded on an H100 with bb3b9c7), sealed and scored
+/// once: the leak beneath a cache (τ 40 s ×1.4) held 1 of 3 (none shown
+/// at T−60 and T−30 s; "11s (0s–54s)" at T−10 s), flagged 51 s into its
+/// growth; the one at τ 20 s ×1.1 had no OOM by its end (133 s of
+/// growth), flagged 41 s in, no range that passed; both KV caches (τ 20
+/// and 40 s) alarmed late: forecast 50 s and 73 s into their growth, one
+/// also flagged at 74 s. The code before session 27's change (fdd68dd)
+/// prints the same table: the change neither gained nor lost here.
+#[test]
+fn the_set_held_out_from_the_twenty_seventh_session_change_on_kv_leaks_scores_at_least_as_it_did() {
+    let s = scored_set(
+        "thirtyfifth",
+        (4, 1, 3),
+        1,
+        51.5,
+        2,
+        &["kv_plateau/default"],
+    );
+    assert_eq!((s.unreached_runs, s.unreached_flagged), (1, 1), "{s:?}");
+    assert_eq!(s.unreached_range_passed, 0, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
