@@ -785,6 +785,19 @@ fn the_set_held_out_from_the_twenty_seventh_session_change_on_kv_leaks_scores_at
     assert_eq!(s.unreached_range_passed, 0, "{s:?}");
 }
 
+/// `thirtysixth/` (plan written and committed 2026-12-07 by session 28,
+/// d7220da, after `thirtyfifth/` was scored, with no analysis change that
+/// session; recorded on an H100 with bb3b9c7, its first three jobs for the
+/// device time left), sealed and scored once: 4 of 4 checkpoints held
+/// (`curriculum/seqlen` ×0.9 T−30 and T−10 s, never flagged; `two_proc`
+/// ×1.0 T−30 and T−10 s, flagged 17 s into its growth), and the slow
+/// warm-up (`healthy_train` ×0.8) silent.
+#[test]
+fn the_set_held_out_from_the_analysis_as_session_twenty_eight_found_it_scores_at_least_as_it_did() {
+    let s = scored_set("thirtysixth", (3, 2, 4), 4, 17.5, 0, &[]);
+    assert_eq!(s.never_flagged, 1, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
