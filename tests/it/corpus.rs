@@ -519,8 +519,7 @@ fn the_corpus_held_out_from_the_twenty_second_session_scores_at_least_as_it_did(
         &["kv_plateau/default", "healthy_train"],
     );
     assert!(s.shown_by_30 >= 1 && s.settled_held >= 1, "{s:?}");
-    assert_eq!((s.unreached_runs, s.unreached_flagged), (1, 1), "{s:?}");
-    assert_eq!(s.unreached_range_passed, 0, "{s:?}");
+    one_unreached_flagged_with_no_range_passed(&s);
 }
 
 /// `twentythird/` (plan written and committed 2026-12-06, 89e0140, before
@@ -781,8 +780,7 @@ fn the_set_held_out_from_the_twenty_seventh_session_change_on_kv_leaks_scores_at
         2,
         &["kv_plateau/default"],
     );
-    assert_eq!((s.unreached_runs, s.unreached_flagged), (1, 1), "{s:?}");
-    assert_eq!(s.unreached_range_passed, 0, "{s:?}");
+    one_unreached_flagged_with_no_range_passed(&s);
 }
 
 /// `thirtysixth/` (plan written and committed 2026-12-07 by session 28,
@@ -868,6 +866,13 @@ fn scored_set(
         );
     }
     s
+}
+
+/// The set has one run that grew towards an OOM that had not come by its
+/// end: flagged as leaking, and no forecast range passed before the end.
+fn one_unreached_flagged_with_no_range_passed(s: &Summary) {
+    assert_eq!((s.unreached_runs, s.unreached_flagged), (1, 1), "{s:?}");
+    assert_eq!(s.unreached_range_passed, 0, "{s:?}");
 }
 
 /// docs/analysis.md's "Where it stands" tables are what `score --by set`
