@@ -18,15 +18,10 @@ pub(super) struct Halves {
     newer: Rate,
     /// The span they cover, s.
     span_s: f64,
-    /// The newer half's first point, its index in the regime's points.
-    newer_from: usize,
-    /// Whether any reading fell in them (taken as the lower of it and the
-    /// one before).
-    fell: bool,
-    /// Whether the newer half does not slow further: its own newer half's
-    /// range not all below its older half's (true where either has too
-    /// few pairs to fit).
-    newer_steady: bool,
+    /// The newer half's first point (its index in the regime's points)
+    /// where the growth slowed to a new pace: see
+    /// [`Envelope::slowed_for_good`], which adds the clock's condition.
+    slowed_from: Option<usize>,
 }
 
 impl Envelope {
@@ -71,13 +66,16 @@ impl Envelope {
     /// has filled, the leak's alone (`thirtythird/02`: 1.1 GiB/s over the
     /// regime, ~0.75 after; the whole regime's rate ended every range
     /// before the OOM).
+    ///
+    /// [`Envelope::halves_now`] judges the rates, the fall and the newer
+    /// half's own halves (only where the rates are in the band); this
+    /// adds the clock.
     pub(super) fn slowed_for_good(&self, h: &Halves, p: &EnvelopeParams) -> Option<usize> {
-        let (a, b) = (h.older.bps, h.newer.bps);
+        let from_ix = h.slowed_from?;
         let last = self.regime.points.back()?.t;
-        let from = self.regime.points.get(h.newer_from)?.t;
+        let from = self.regime.points.get(from_ix)?.t;
         let judged = last.saturating_sub(from) as f64 / 1000.0 >= p.decel_after.as_secs_f64();
-        (b >= p.decel * a && b < p.slowed * a && !h.fell && h.newer_steady && judged)
-            .then_some(h.newer_from)
+        judged.then_some(from_ix)
     }
 
     /// The halves of the regime's last three quarters at `t` (see
@@ -118,21 +116,25 @@ impl Envelope {
         if !(a.bps > 0.0 && b.high < a.low) {
             return None;
         }
-        // The newer half's own halves, as the regime's are judged.
-        let n = newer.len() / 2;
-        let c: VecDeque<Point> = newer.iter().take(n + 1).copied().collect();
-        let d: VecDeque<Point> = newer.iter().skip(n).copied().collect();
-        let newer_steady = match (theil_sen(&c, span_s / 16.0), theil_sen(&d, span_s / 16.0)) {
-            (Some(c), Some(d)) => d.high >= c.low,
-            _ => true,
+        // Slowed to a new pace: in the band, nothing fell, and the newer
+        // half not slowing further (its own halves, judged as the
+        // regime's are; taken as not slowing where either has too few
+        // pairs to fit). Its own halves are fitted only in the band.
+        let in_band = b.bps >= p.decel * a.bps && b.bps < p.slowed * a.bps && fallen <= 0.0;
+        let steady = || {
+            let n = newer.len() / 2;
+            let c: VecDeque<Point> = newer.iter().take(n + 1).copied().collect();
+            let d: VecDeque<Point> = newer.iter().skip(n).copied().collect();
+            match (theil_sen(&c, span_s / 16.0), theil_sen(&d, span_s / 16.0)) {
+                (Some(c), Some(d)) => d.high >= c.low,
+                _ => true,
+            }
         };
         Some(Halves {
             older: a,
             newer: b,
             span_s,
-            newer_from: skip + mid,
-            fell: fallen > 0.0,
-            newer_steady,
+            slowed_from: (in_band && steady()).then_some(skip + mid),
         })
     }
 

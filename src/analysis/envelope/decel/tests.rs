@@ -18,9 +18,15 @@ fn slowing_to(then: f64, p: &EnvelopeParams, dip: bool) -> (Outlook, usize) {
         let u = if dip && s % 10 == 5 { u - 3.0 } else { u };
         u * GIB
     };
+    feed(90, f, p)
+}
+
+/// The outlook and the regime's points after `f(s)` bytes read at 1 Hz
+/// for seconds 0 to `last`.
+fn feed(last: u64, f: impl Fn(u64) -> f64, p: &EnvelopeParams) -> (Outlook, usize) {
     let mut e = Envelope::default();
     let mut o = Outlook::default();
-    for s in 0..=90u64 {
+    for s in 0..=last {
         o = e.observe(
             1_000_000 + s * 1000,
             mem(f(s)),
@@ -36,19 +42,7 @@ fn slowing_to(then: f64, p: &EnvelopeParams, dip: bool) -> (Outlook, usize) {
 /// The regime's points after `f(s)` bytes read at 1 Hz for seconds 0 to
 /// `last`, with the default parameters.
 fn points_after(last: u64, f: impl Fn(u64) -> f64) -> usize {
-    let p = EnvelopeParams::default();
-    let mut e = Envelope::default();
-    for s in 0..=last {
-        e.observe(
-            1_000_000 + s * 1000,
-            mem(f(s)),
-            Some(f(s) as u64),
-            1.0,
-            &p,
-            true,
-        );
-    }
-    e.regime.points.len()
+    feed(last, f, &EnvelopeParams::default()).1
 }
 
 fn slowing(p: &EnvelopeParams, dip: bool) -> (Outlook, usize) {
