@@ -796,6 +796,28 @@ fn the_set_held_out_from_the_analysis_as_session_twenty_eight_found_it_scores_at
     assert_eq!(s.never_flagged, 1, "{s:?}");
 }
 
+/// `thirtyseventh/` (plan written and committed 2026-12-07 by session 29,
+/// 2fca6bd, before any change that session; recorded on an H200 with
+/// 9a58cd3, six jobs in two calls), sealed and scored once: 3 of 5
+/// checkpoints held. Both `vision_leak` runs (×1.0, ×0.9) held at T−10 s
+/// (one flagged 25 s into its growth, one never); the leak beneath a KV
+/// cache (τ 30 s ×1.2) had no forecast at T−60 or T−30 s, held at T−10 s
+/// and was flagged at 39 s; the KV cache at τ 25 s (seed 45) was flagged
+/// 24 s into its fill, the one at τ 30 s (seed 43) and the warm-up
+/// (`healthy_train` ×0.85) were silent.
+#[test]
+fn the_set_held_out_from_the_analysis_as_session_twenty_nine_found_it_scores_at_least_as_it_did() {
+    let s = scored_set(
+        "thirtyseventh",
+        (6, 3, 5),
+        3,
+        39.5,
+        1,
+        &["kv_plateau/default"],
+    );
+    assert_eq!(s.never_flagged, 1, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
