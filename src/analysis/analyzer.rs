@@ -334,6 +334,7 @@ impl Analyzer {
             let mut saturated = false;
             let (forecast, outlook) = match tr.a.mem {
                 Some(m) => {
+                    tr.envelope.set_leaking(tr.a.leaking > 0);
                     let o = tr
                         .envelope
                         .observe(t, m, g.mem_peak, gap, &cfg.envelope, true);

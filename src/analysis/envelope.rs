@@ -51,7 +51,8 @@
 //! (not faster than `max_fill` of the GPU per second: loading weights or a
 //! data set copies at gigabytes a second and stops on its own, while leaks
 //! and growing batches add megabytes to a few hundred megabytes a second);
-//! it is not levelling off (`decelerating`); the central estimate reaches
+//! it is not levelling off (`decelerating`; never said while a process on
+//! the GPU is flagged as leaking); the central estimate reaches
 //! at most `max_extrapolation` times the regime's length ahead; and the
 //! candidate forecasts of the last `hold` all exist and agree (the moment
 //! they predict moves by at most `max_slip` seconds per second, a second,
@@ -236,6 +237,9 @@ pub(crate) struct Envelope {
     /// regime goes on as if it had not happened, a spike's top kept as the
     /// returning sample's peak.
     undo: Option<Box<transient::Undo>>,
+    /// A process on this GPU is flagged as leaking ([`Envelope::set_leaking`]):
+    /// its growth is then not a fill levelling off.
+    leaking: bool,
 }
 
 impl Envelope {
@@ -394,6 +398,16 @@ impl Envelope {
         }
     }
 
+    /// Whether a process on this GPU is flagged as leaking now (set before
+    /// each [`Envelope::observe`]): a GPU's growth with a leak in it does
+    /// not level off, however much a cache filling beside the leak slows
+    /// (a leak beneath a KV cache: `thirtyseventh/03`, flagged 39 s into
+    /// its growth, was read as a fill levelling off, its level climbing
+    /// from 86 to 136 GiB, until 69 s; `thirtythird/02`).
+    pub(crate) fn set_leaking(&mut self, leaking: bool) {
+        self.leaking = leaking;
+    }
+
     /// Forgets the regime (a level shift, or the forecast's basis changed
     /// between the driver's reading and the allocators' demand).
     pub(crate) fn restart(&mut self) {
@@ -450,7 +464,9 @@ impl Envelope {
             return Err(Refusal::Because("no new high"));
         }
         let rate = rate.ok_or(Refusal::Because("few pairs"))?;
-        if let Some((older, newer, span_s)) = halves.and_then(|h| Self::deceleration(h, p)) {
+        if let Some((older, newer, span_s)) = halves.and_then(|h| Self::deceleration(h, p))
+            && !self.leaking
+        {
             return Err(Refusal::Decelerating {
                 older,
                 newer,

@@ -535,3 +535,36 @@ fn a_start_up_read_as_growth_does_not_narrow_the_first_range_past_the_oom() {
         }
     }
 }
+
+/// Why each second of a cache filling towards 100 GiB (τ 25 s, from 20
+/// GiB) with a leak of 0.5 GiB/s beneath it (full at 140 GiB 85 s in)
+/// gave no forecast, with a process on the GPU flagged as leaking from
+/// `flagged_at` on (if ever).
+fn cache_over_a_leak(flagged_at: Option<u64>) -> Vec<&'static str> {
+    let u = |s: f64| (20.0 + 80.0 * (1.0 - (-s / 25.0).exp()) + 0.5 * s) * GIB;
+    let p = EnvelopeParams::default();
+    let mut e = Envelope::default();
+    (0..85)
+        .map(|s| {
+            e.set_leaking(flagged_at.is_some_and(|f| s >= f));
+            let x = u(s as f64);
+            e.observe(1_000_000 + s * 1000, mem(x), Some(x as u64), 1.0, &p, true);
+            e.why
+        })
+        .collect()
+}
+
+#[test]
+fn growth_with_a_leak_flagged_in_it_is_not_a_fill_levelling_off() {
+    // Unflagged, the sum reads as a fill slowing down from 56 s to the end.
+    let unflagged = cache_over_a_leak(None);
+    let from = unflagged.iter().position(|w| *w == "decelerating");
+    assert!(from.is_some_and(|s| (40..70).contains(&s)), "{unflagged:?}");
+    // Flagged at 20 s (as the leak flag's shortest span can), never.
+    let flagged = cache_over_a_leak(Some(20));
+    assert!(!flagged.contains(&"decelerating"), "{flagged:?}");
+    // Flagged only at 70 s, not before then.
+    let late = cache_over_a_leak(Some(70));
+    assert!(late[..70].contains(&"decelerating"), "{late:?}");
+    assert!(!late[70..].contains(&"decelerating"), "{late:?}");
+}
