@@ -1,6 +1,8 @@
 //! The GPU forecaster on shapes real jobs make.
 
+use super::fit::persistent_step;
 use super::*;
+use crate::analysis::forecast::Room;
 
 pub(super) const GIB: f64 = (1u64 << 30) as f64;
 const TOTAL: u64 = 140 << 30;
