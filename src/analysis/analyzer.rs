@@ -343,6 +343,7 @@ impl Analyzer {
                             && m.pct_full(m.used) >= cfg.envelope.cache_full_pct);
                     // Saturated, from the allocators' figures if the
                     // processes publish them: `demand_forecast`.
+                    tr.demand_envelope.set_leaking(tr.a.leaking > 0);
                     let (demand, latest) = tr.demand.map_or((None, None), |d| {
                         let want = saturated;
                         demand_forecast(&mut tr.demand_envelope, t, m, d, gap, cfg, want)

@@ -65,10 +65,14 @@ fn at_risk_samples(alter: impl Fn(&Snapshot) -> Snapshot) -> (usize, usize) {
 #[test]
 fn a_process_going_ends_the_forecast_carried_at_risk() {
     // The small process going at that sample takes the forecast with it
-    // unless the sample made a forecast of its own.
+    // unless the sample made a forecast of its own. Without the rule every
+    // one would still show a forecast (`still == shown`). Measured: 24
+    // such samples, 15 with a forecast of their own (14 before session 30,
+    // when the allocators' envelope still read this leak's growth after
+    // its evaluation spike as levelling off).
     let (shown, still) = at_risk_samples(|s| s.clone());
     assert!(shown >= 5, "{shown}");
-    assert!(shown - still >= 10, "{still} of {shown}");
+    assert!(shown - still >= 9, "{still} of {shown}");
 }
 
 #[test]
