@@ -16,6 +16,15 @@ use crate::model::{GpuState, Millis, ProcId, Snapshot};
 /// Below this a process is still creating its CUDA context.
 const CONTEXT_STARTED: u64 = 64 << 20;
 
+/// A process's memory flagged as leaking still reaches new highs: none
+/// for three times the usual gap between them, and at least this long,
+/// and it is not leaking now (the forecaster waits
+/// [`Rises::STALE_MIN`](super::envelope::Rises::STALE_MIN)). A KV cache whose
+/// segments came a second apart, then stopped, was flagged 8 s into the
+/// pause (`thirtyseventh/05`); 5 s delayed one leak's flag
+/// (`twentyfifth/06`), and 6–7 s changed nothing else on the corpus.
+const LEAK_STALE_MIN: std::time::Duration = std::time::Duration::from_secs(7);
+
 /// The analysis of a snapshot stream.
 #[derive(Clone, Debug)]
 pub struct Analyzer {
@@ -224,7 +233,7 @@ impl Analyzer {
             let flag = tr
                 .leak
                 .flag()
-                .filter(|_| tr.rises.current(t))
+                .filter(|_| tr.rises.current_within(t, LEAK_STALE_MIN))
                 .copied()
                 .or_else(|| tr.tensors.flag(t).filter(|_| saturated))
                 .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill)

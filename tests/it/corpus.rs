@@ -733,6 +733,16 @@ fn kv_caches_whose_fit_flickers_raise_no_leak_flag() {
     }
 }
 
+/// A KV cache whose segments came about a second apart, then stopped:
+/// its memory, flat for 8 s, is no longer reaching new highs, so it is not
+/// leaking now. Before session 30 (`LEAK_STALE_MIN`, 10 s then) it was
+/// flagged for one second, 24 s into its fill (`thirtyseventh/05`, τ 48 s;
+/// tuned on: traced after the set was scored).
+#[test]
+fn a_kv_cache_paused_between_its_segments_raises_no_leak_flag() {
+    kv_cache_is_quiet("thirtyseventh", "05-");
+}
+
 /// KV caches whose last half of the fill holds one pace while the whole
 /// fill has slowed (`thirtyfirst/01`: its tensors 0.42 GiB/s from 42 to
 /// 62 s, 0.71 GiB/s at 23 s; a leak flag 66 s and "full in" 74 s after

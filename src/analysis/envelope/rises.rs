@@ -69,6 +69,12 @@ impl Rises {
 
     /// Whether the series is still rising at `t_ms`.
     pub(crate) fn current(&self, t_ms: Millis) -> bool {
+        self.current_within(t_ms, Self::STALE_MIN)
+    }
+
+    /// As [`Rises::current`], with `stale_min` in place of
+    /// [`Rises::STALE_MIN`].
+    pub(crate) fn current_within(&self, t_ms: Millis, stale_min: Duration) -> bool {
         let Some(&last) = self.times.back() else {
             return false;
         };
@@ -83,7 +89,7 @@ impl Rises {
         } else {
             quantile(&mut gaps, 0.5)
         };
-        let stale = (Self::STALE_GAPS * usual).max(Self::STALE_MIN.as_millis() as f64);
+        let stale = (Self::STALE_GAPS * usual).max(stale_min.as_millis() as f64);
         (t_ms.saturating_sub(last) as f64) <= stale
     }
 }

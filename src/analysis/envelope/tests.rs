@@ -570,3 +570,22 @@ fn growth_with_a_leak_flagged_in_it_is_not_a_fill_levelling_off() {
     assert!(late[..70].contains(&"decelerating"), "{late:?}");
     assert!(!late[70..].contains(&"decelerating"), "{late:?}");
 }
+
+/// A series that rose every second for ten seconds and then stopped:
+/// still rising 8 s after its last high by the forecaster's floor (10 s),
+/// no longer by a floor of 7 s (the leak flag's).
+#[test]
+fn a_series_stops_rising_after_the_floor_it_is_asked_about() {
+    let mut r = Rises::default();
+    for s in 0..=10u64 {
+        r.observe(1_000_000 + s * 1000, s as f64 * GIB, 0.1 * GIB);
+    }
+    // The reading of 10 s, confirmed by the next one: the last new high,
+    // at 11 s.
+    r.observe(1_011_000, 10.0 * GIB, 0.1 * GIB);
+    let at = 1_019_000;
+    assert!(r.current(at));
+    assert!(!r.current_within(at, Duration::from_secs(7)));
+    assert!(r.current_within(1_018_000, Duration::from_secs(7)));
+    assert!(!r.current(1_021_001));
+}
