@@ -828,6 +828,24 @@ fn the_set_held_out_from_the_analysis_as_session_twenty_nine_found_it_scores_at_
     assert_eq!(s.never_flagged, 1, "{s:?}");
 }
 
+/// `thirtyeighth/` (plan written and committed 2026-12-07 by session 29,
+/// eab190f, before its analysis change 835be61; recorded on an H100 with
+/// 45bce56 at the start of session 30), sealed and scored once, with
+/// 45bce56 and with session 30's two changes (the same but `fragment`'s
+/// T−10 s range): 4 of 8 checkpoints held. The leak beneath a KV cache
+/// (τ 40 s ×1.3), flagged 23 s into its growth, held at T−30 and T−10 s,
+/// not at T−60 s ("33s (25s–46s)": the cache's fill in its pace);
+/// `eval_spike/cached` no forecast at T−30 s (6 s into its growth), held
+/// at T−10 s, flagged at 31 s; `fragment` ×0.9 at risk at T−30 s, held at
+/// T−10 s; `vision_leak` ×1.1 (OOM 21 s into its growth) at risk at
+/// T−10 s, never flagged. The KV cache (τ 35 s) and the warm-up
+/// (`healthy_train` ×0.9) were silent.
+#[test]
+fn the_set_held_out_from_session_twenty_nines_change_scores_at_least_as_it_did() {
+    let s = scored_set("thirtyeighth", (6, 4, 8), 4, 31.5, 0, &[]);
+    assert_eq!(s.never_flagged, 1, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
