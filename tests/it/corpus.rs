@@ -846,6 +846,19 @@ fn the_set_held_out_from_session_twenty_nines_change_scores_at_least_as_it_did()
     assert_eq!(s.never_flagged, 1, "{s:?}");
 }
 
+/// `thirtyninth/` (plan written and committed 2026-12-07 by session 30,
+/// af79d01, after its two analysis changes; its first job recorded on an
+/// H100 for the device time left), sealed and scored once: the leak
+/// beneath a KV cache (τ 35 s ×1.1) had no forecast at T−60 s (its
+/// driver figure flat for 30 s, then a step: "one step" until 50 s into
+/// its growth, "unsteady" at 59 s), held at T−30 s ("0s (0s–30s)") and
+/// T−10 s, and was flagged 91 s into its growth.
+#[test]
+fn the_set_held_out_from_session_thirtys_changes_scores_at_least_as_it_did() {
+    let s = scored_set("thirtyninth", (1, 1, 3), 2, 91.5, 0, &[]);
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
