@@ -9,22 +9,12 @@ use std::collections::{BTreeMap, HashMap};
 use super::alerts::{self, Alert};
 use super::demand::{demand_forecast, demand_reaching_to, latest_from_demand, steady_latest};
 use super::forecast;
-use super::leak::LeakChange;
+use super::leak::{LEAK_STALE_MIN, LeakChange};
 use super::{AnalysisConfig, Assessment, GpuAssessment, Phase, ProcAssessment};
 use crate::model::{GpuState, Millis, ProcId, Snapshot};
 
 /// Below this a process is still creating its CUDA context.
 const CONTEXT_STARTED: u64 = 64 << 20;
-
-/// A process whose memory has reached no new high for three times the
-/// usual gap between its highs, and for at least this long, is not
-/// leaking now: its flag on the driver's figure is not shown (the
-/// forecaster's floor is
-/// [`Rises::STALE_MIN`](super::envelope::Rises::STALE_MIN), 10 s). A KV
-/// cache whose segments came a second apart, then stopped, was flagged
-/// 8 s into the pause (`thirtyseventh/05`); 5 s delayed one leak's flag
-/// (`twentyfifth/06`), and 6–7 s changed nothing else on the corpus.
-const LEAK_STALE_MIN: std::time::Duration = std::time::Duration::from_secs(7);
 
 /// The analysis of a snapshot stream.
 #[derive(Clone, Debug)]

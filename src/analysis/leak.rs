@@ -77,6 +77,17 @@ const PRIOR_SPANS: usize = 3;
 /// Each window must rise by this share of `min_rate` × its length.
 const RISE_FLOOR: f64 = 0.25;
 
+/// A process whose memory (or tensors) has reached no new high for three
+/// times the usual gap between its highs, and for at least this long, is
+/// not leaking now: its flag is not shown (`Rises::current_within`; the
+/// forecaster's floor is `Rises::STALE_MIN`, 10 s). A KV cache whose
+/// segments came a second apart, then stopped, was flagged 8 s into the
+/// pause (`thirtyseventh/05`); 5 s delayed one leak's flag
+/// (`twentyfifth/06`), and 6–7 s changed nothing else on the corpus. The
+/// tensors' flag took the same floor later (session 30), with no figure
+/// on the corpus moved.
+pub(crate) const LEAK_STALE_MIN: Duration = Duration::from_secs(7);
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LeakParams {
     /// Bytes/s.

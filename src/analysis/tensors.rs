@@ -14,7 +14,7 @@
 //! driver's own flag decides.
 
 use super::envelope::Rises;
-use super::leak::{LeakChange, LeakDetector, LeakFlag, LeakParams, LeakSeen};
+use super::leak::{LEAK_STALE_MIN, LeakChange, LeakDetector, LeakFlag, LeakParams, LeakSeen};
 use crate::model::{Millis, ProcSample};
 
 /// The tensors' leak detector of one process.
@@ -47,9 +47,13 @@ impl TensorLeak {
         self.leak.observe(at, d.allocated as f64)
     }
 
-    /// The flag, while the tensors still reach new highs at `t`.
+    /// The flag, while the tensors still reach new highs at `t`
+    /// ([`LEAK_STALE_MIN`], as for the driver's figure).
     pub(crate) fn flag(&self, t: Millis) -> Option<LeakFlag> {
-        let f = self.leak.flag().filter(|_| self.rises.current(t))?;
+        let f = self
+            .leak
+            .flag()
+            .filter(|_| self.rises.current_within(t, LEAK_STALE_MIN))?;
         Some(LeakFlag {
             seen_in: LeakSeen::Tensors,
             ..*f
@@ -161,6 +165,21 @@ mod tests {
         let f = flagged(70, |t| 80 * GIB + t.min(35) * 300 * MIB);
         assert!(!f.is_empty(), "{f:?}");
         assert!(f.iter().all(|x| x.0 < 50), "{f:?}");
+    }
+
+    #[test]
+    fn tensors_with_no_new_high_for_the_floor_are_not_leaking_now() {
+        let tol = 140.0 * GIB as f64 / 1000.0;
+        let mut tl = TensorLeak::new(&LeakParams::default());
+        // 1 GiB/s for 30 s, then flat: the last new high is the reading
+        // of 30 s (the one at 29 s, confirmed by it).
+        for t in 0..32 {
+            let a = 80 * GIB + t.min(29) * GIB;
+            tl.observe(&proc(t, 130 * GIB, a, t), ms(t), tol);
+        }
+        assert!(tl.flag(ms(37)).is_some(), "7 s after its last high");
+        // The forecaster's floor (10 s) would still say rising at 38 s.
+        assert!(tl.flag(ms(38)).is_none(), "8 s after its last high");
     }
 
     #[test]
