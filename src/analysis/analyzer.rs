@@ -334,7 +334,11 @@ impl Analyzer {
             let mut saturated = false;
             let (forecast, outlook) = match tr.a.mem {
                 Some(m) => {
-                    tr.envelope.set_leaking(tr.a.leaking > 0);
+                    // Both envelopes, the driver's and the allocators',
+                    // know whether a leak is flagged on the GPU.
+                    let leaking = tr.a.leaking > 0;
+                    tr.envelope.set_leaking(leaking);
+                    tr.demand_envelope.set_leaking(leaking);
                     let o = tr
                         .envelope
                         .observe(t, m, g.mem_peak, gap, &cfg.envelope, true);
@@ -343,7 +347,6 @@ impl Analyzer {
                             && m.pct_full(m.used) >= cfg.envelope.cache_full_pct);
                     // Saturated, from the allocators' figures if the
                     // processes publish them: `demand_forecast`.
-                    tr.demand_envelope.set_leaking(tr.a.leaking > 0);
                     let (demand, latest) = tr.demand.map_or((None, None), |d| {
                         let want = saturated;
                         demand_forecast(&mut tr.demand_envelope, t, m, d, gap, cfg, want)
