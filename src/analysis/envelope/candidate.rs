@@ -7,6 +7,10 @@ use crate::analysis::forecast::{Forecast, MAX_HORIZON_S, Room};
 use crate::analysis::slope::{Rate, quantile};
 use crate::model::{MemInfo, Millis};
 
+/// Where growth slows while a leak is flagged, the slowest pace the
+/// forecast's range takes in, as a share of the regime's rate.
+const SLOWING_FLOOR: f64 = 0.5;
+
 impl Envelope {
     /// The Theil–Sen rate of the regime, once it is old enough.
     pub(super) fn regime_rate(&self, t: Millis, p: &EnvelopeParams) -> Option<Rate> {
@@ -43,7 +47,8 @@ impl Envelope {
             return Err(Refusal::Because("no new high"));
         }
         let rate = rate.ok_or(Refusal::Because("few pairs"))?;
-        if let Some((older, newer, span_s)) = halves.and_then(|h| Self::deceleration(h, p))
+        let slowing = halves.and_then(|h| Self::deceleration(h, p));
+        if let Some((older, newer, span_s)) = slowing
             && !self.leaking
         {
             return Err(Refusal::Decelerating {
@@ -123,7 +128,19 @@ impl Envelope {
         // faster over the whole than the growth after it (the demo's leak
         // at +13 s: 680 MB/s over the whole, 537 MB/s since, its range
         // "49s–1m04s" for an OOM 74 s away).
-        let newer_rate = self.young_newer_rate(skip, span_s, p);
+        //
+        // A fill slowing down while a process on the GPU is flagged as
+        // leaking (a leak beneath a KV cache, `thirtyeighth/01`): once the
+        // fill has levelled, only the leak's pace is left, as slow as the
+        // newer half's or slower, so the range takes that in too; not
+        // below half the regime's rate (a newer half near flat would
+        // stretch the range's end to minutes for an OOM 30 s away).
+        let newer_rate = self.young_newer_rate(skip, span_s, p).or_else(|| {
+            slowing.map(|(_, newer, _)| Rate {
+                bps: newer.bps.max(SLOWING_FLOOR * rate.bps),
+                ..newer
+            })
+        });
         let rate = match newer_rate {
             Some(r) => Rate {
                 low: rate.low.min(r.bps),

@@ -589,3 +589,31 @@ fn a_series_stops_rising_after_the_floor_it_is_asked_about() {
     assert!(r.current_within(1_018_000, Duration::from_secs(7)));
     assert!(!r.current(1_021_001));
 }
+
+/// The same cache over a leak, flagged from 20 s: where the sum slows
+/// (the cache levelling), the range takes in a slower pace than the
+/// whole regime's (the newer half's, or half the regime's rate). It is
+/// not enough on this clean curve: the ranges shown from 50 s to 78 s
+/// still end before the GPU is full at 85 s (the line through the curve
+/// reads its bend as a transient's excursion, and its fill's fast start
+/// as pace); from 79 s (T−6 s) to the last shown (83 s) they hold,
+/// where before only from 82 s.
+/// On the corpus it held `thirtyeighth/01` at T−60 s ("33s (25s–1m04s)",
+/// was "33s (25s–46s)").
+#[test]
+fn a_fill_slowing_over_a_flagged_leak_takes_a_slower_pace_into_the_range() {
+    let u = |s: f64| (20.0 + 80.0 * (1.0 - (-s / 25.0).exp()) + 0.5 * s) * GIB;
+    let p = EnvelopeParams::default();
+    let mut e = Envelope::default();
+    let full_ms = 1_000_000 + 85_000;
+    let mut held = vec![];
+    for s in 0..85u64 {
+        e.set_leaking(s >= 20);
+        let x = u(s as f64);
+        let o = e.observe(1_000_000 + s * 1000, mem(x), Some(x as u64), 1.0, &p, true);
+        if o.forecast.is_some_and(|f| f.contains(full_ms)) {
+            held.push(s);
+        }
+    }
+    assert_eq!(held, (79..84).collect::<Vec<_>>());
+}
