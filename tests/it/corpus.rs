@@ -862,6 +862,19 @@ fn the_set_held_out_from_session_thirtys_changes_scores_at_least_as_it_did() {
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
 
+/// `fortieth/` (plan written and committed 2026-12-07 by session 31,
+/// 30dfdfe, after its change b5611b8), sealed and scored once: both
+/// leaks beneath a KV cache had no forecast at T−60 s (their driver's
+/// figure a staircase of 5–19 GiB segments, the larger ones level shifts)
+/// and held at T−30 and T−10 s; `eval_spike/cached` ×1.1 had none at
+/// T−30 s, 3 s into its growth, and held at T−10 s; the KV cache and the
+/// warm-up stayed quiet. The same table with the code before the change.
+#[test]
+fn the_set_held_out_from_session_thirty_ones_change_scores_at_least_as_it_did() {
+    let s = scored_set("fortieth", (5, 3, 8), 5, 83.5, 0, &[]);
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
