@@ -863,7 +863,7 @@ fn the_set_held_out_from_session_thirtys_changes_scores_at_least_as_it_did() {
 }
 
 /// `fortieth/` (plan written and committed 2026-12-07 by session 31,
-/// 30dfdfe, after its change b5611b8), sealed and scored once: both
+/// 29d7363, after its change b5611b8), sealed and scored once: both
 /// leaks beneath a KV cache had no forecast at T−60 s (their driver's
 /// figure a staircase of 5–19 GiB segments, the larger ones level shifts)
 /// and held at T−30 and T−10 s; `eval_spike/cached` ×1.1 had none at
