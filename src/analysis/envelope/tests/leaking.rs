@@ -4,11 +4,11 @@
 use super::super::*;
 use super::{GIB, mem};
 
-/// Why each second of a cache filling towards 100 GiB (τ 25 s, from 20
-/// GiB) with a leak of 0.5 GiB/s beneath it (full at 140 GiB 85 s in)
-/// gave no forecast, with a process on the GPU flagged as leaking from
-/// `flagged_at` on (if ever).
-fn cache_over_a_leak(flagged_at: Option<u64>) -> Vec<&'static str> {
+/// Each second of a cache filling towards 100 GiB (τ 25 s, from 20 GiB)
+/// with a leak of 0.5 GiB/s beneath it (full at 140 GiB 85 s in), with a
+/// process on the GPU flagged as leaking from `flagged_at` on (if ever):
+/// why it gave no forecast, and its outlook.
+fn cache_over_a_leak(flagged_at: Option<u64>) -> Vec<(&'static str, Outlook)> {
     let u = |s: f64| (20.0 + 80.0 * (1.0 - (-s / 25.0).exp()) + 0.5 * s) * GIB;
     let p = EnvelopeParams::default();
     let mut e = Envelope::default();
@@ -16,23 +16,31 @@ fn cache_over_a_leak(flagged_at: Option<u64>) -> Vec<&'static str> {
         .map(|s| {
             e.set_leaking(flagged_at.is_some_and(|f| s >= f));
             let x = u(s as f64);
-            e.observe(1_000_000 + s * 1000, mem(x), Some(x as u64), 1.0, &p, true);
-            e.why
+            let o = e.observe(1_000_000 + s * 1000, mem(x), Some(x as u64), 1.0, &p, true);
+            (e.why, o)
         })
+        .collect()
+}
+
+/// Why each second of [`cache_over_a_leak`] gave no forecast.
+fn why_not(flagged_at: Option<u64>) -> Vec<&'static str> {
+    cache_over_a_leak(flagged_at)
+        .into_iter()
+        .map(|(w, _)| w)
         .collect()
 }
 
 #[test]
 fn growth_with_a_leak_flagged_in_it_is_not_a_fill_levelling_off() {
     // Unflagged, the sum reads as a fill slowing down from 56 s to the end.
-    let unflagged = cache_over_a_leak(None);
+    let unflagged = why_not(None);
     let from = unflagged.iter().position(|w| *w == "decelerating");
     assert!(from.is_some_and(|s| (40..70).contains(&s)), "{unflagged:?}");
     // Flagged at 20 s (as the leak flag's shortest span can), never.
-    let flagged = cache_over_a_leak(Some(20));
+    let flagged = why_not(Some(20));
     assert!(!flagged.contains(&"decelerating"), "{flagged:?}");
     // Flagged only at 70 s, not before then.
-    let late = cache_over_a_leak(Some(70));
+    let late = why_not(Some(70));
     assert!(late[..70].contains(&"decelerating"), "{late:?}");
     assert!(!late[70..].contains(&"decelerating"), "{late:?}");
 }
@@ -68,18 +76,11 @@ fn a_series_stops_rising_after_the_floor_it_is_asked_about() {
 /// was "33s (25s–46s)").
 #[test]
 fn a_fill_slowing_over_a_flagged_leak_takes_a_slower_pace_into_the_range() {
-    let u = |s: f64| (20.0 + 80.0 * (1.0 - (-s / 25.0).exp()) + 0.5 * s) * GIB;
-    let p = EnvelopeParams::default();
-    let mut e = Envelope::default();
     let full_ms = 1_000_000 + 85_000;
-    let mut held = vec![];
-    for s in 0..85u64 {
-        e.set_leaking(s >= 20);
-        let x = u(s as f64);
-        let o = e.observe(1_000_000 + s * 1000, mem(x), Some(x as u64), 1.0, &p, true);
-        if o.forecast.is_some_and(|f| f.contains(full_ms)) {
-            held.push(s);
-        }
-    }
+    let held: Vec<u64> = (0..)
+        .zip(cache_over_a_leak(Some(20)))
+        .filter(|(_, (_, o))| o.forecast.is_some_and(|f| f.contains(full_ms)))
+        .map(|(s, _)| s)
+        .collect();
     assert_eq!(held, (79..84).collect::<Vec<_>>());
 }
