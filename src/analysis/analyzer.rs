@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::alerts::{self, Alert};
 use super::demand::{demand_forecast, demand_reaching_to, latest_from_demand, steady_latest};
 use super::forecast;
-use super::leak::{LEAK_STALE_MIN, LeakChange};
+use super::leak::LeakChange;
 use super::{AnalysisConfig, Assessment, GpuAssessment, Phase, ProcAssessment};
 use crate::model::{GpuState, Millis, ProcId, Snapshot};
 
@@ -223,8 +223,7 @@ impl Analyzer {
             // from the driver).
             let flag = tr
                 .leak
-                .flag()
-                .filter(|_| tr.rises.current_within(t, LEAK_STALE_MIN))
+                .flag_while_rising(&tr.rises, t)
                 .copied()
                 .or_else(|| tr.tensors.flag(t).filter(|_| saturated))
                 .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill)

@@ -51,6 +51,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::analysis::envelope::Rises;
 use crate::analysis::slope::{MAX_POINTS, Rate, median, theil_incomplete};
 use crate::model::Millis;
 
@@ -86,7 +87,7 @@ const RISE_FLOOR: f64 = 0.25;
 /// (`twentyfifth/06`), and 6–7 s changed nothing else on the corpus. The
 /// tensors' flag took the same floor later (session 30), with no figure
 /// on the corpus moved.
-pub(crate) const LEAK_STALE_MIN: Duration = Duration::from_secs(7);
+const LEAK_STALE_MIN: Duration = Duration::from_secs(7);
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LeakParams {
@@ -201,6 +202,14 @@ impl LeakDetector {
 
     pub fn flag(&self) -> Option<&LeakFlag> {
         self.flag.as_ref()
+    }
+
+    /// The flag, while the series it was raised on (`rises`, fed the same
+    /// readings) still reaches new highs at `t` ([`LEAK_STALE_MIN`]): the
+    /// one rule for the driver's figure and the tensors'.
+    pub(crate) fn flag_while_rising(&self, rises: &Rises, t: Millis) -> Option<&LeakFlag> {
+        self.flag()
+            .filter(|_| rises.current_within(t, LEAK_STALE_MIN))
     }
 
     /// Feeds one point. Points not newer than the last, or not finite, are

@@ -14,7 +14,7 @@
 //! driver's own flag decides.
 
 use super::envelope::Rises;
-use super::leak::{LEAK_STALE_MIN, LeakChange, LeakDetector, LeakFlag, LeakParams, LeakSeen};
+use super::leak::{LeakChange, LeakDetector, LeakFlag, LeakParams, LeakSeen};
 use crate::model::{Millis, ProcSample};
 
 /// The tensors' leak detector of one process.
@@ -47,13 +47,10 @@ impl TensorLeak {
         self.leak.observe(at, d.allocated as f64)
     }
 
-    /// The flag, while the tensors still reach new highs at `t`
-    /// ([`LEAK_STALE_MIN`], as for the driver's figure).
+    /// The flag, while the tensors still reach new highs at `t` (as for
+    /// the driver's figure: [`LeakDetector::flag_while_rising`]).
     pub(crate) fn flag(&self, t: Millis) -> Option<LeakFlag> {
-        let f = self
-            .leak
-            .flag()
-            .filter(|_| self.rises.current_within(t, LEAK_STALE_MIN))?;
+        let f = self.leak.flag_while_rising(&self.rises, t)?;
         Some(LeakFlag {
             seen_in: LeakSeen::Tensors,
             ..*f
