@@ -875,6 +875,19 @@ fn the_set_held_out_from_session_thirty_ones_change_scores_at_least_as_it_did() 
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
 
+/// `fortyfirst/` (plan written and committed 2026-12-07 by session 31,
+/// 56b6375, after `fortieth/` was scored), recorded with b5611b8's
+/// analysis, sealed, and scored once by session 32 before any change: the
+/// leak beneath a KV cache (τ 35 s ×1.3) showed a forecast at T−1m31s
+/// that was gone by T−60 and T−30 s, and held at T−10 s; `vision_leak`,
+/// `empty_cache_saw` and `two_proc` held at every checkpoint their growth
+/// reached; the KV cache at τ 50 s and the warm-up stayed quiet.
+#[test]
+fn the_set_sealed_by_session_thirty_one_scores_at_least_as_it_did() {
+    let s = scored_set("fortyfirst", (6, 4, 8), 6, 76.5, 0, &[]);
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
