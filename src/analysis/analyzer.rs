@@ -368,11 +368,18 @@ impl Analyzer {
             // (`Forecast::carried_at_risk`); not over a level shift (the
             // regime too young for a rate: an OOM's process gone), nor
             // once one of its processes has gone (one too small to shift
-            // the level may have been the one that ran out).
-            let held =
-                tr.a.forecast
-                    .filter(|_| saturated && outlook.rate.is_some() && !gone)
-                    .and_then(|p| p.carried_at_risk(t, cfg.interval));
+            // the level may have been the one that ran out). While a
+            // process on it is flagged as leaking it is carried over a
+            // level shift too: the leak goes on beneath its allocator's
+            // new segment, which took room and gave none back, while the
+            // new regime is too young for a forecast, or its rate's slow
+            // end is at zero between two steps (`thirtyfifth/01`: none
+            // for 26 s after an 8.4 GiB segment, T−30 s among them).
+            let held = tr
+                .a
+                .forecast
+                .filter(|_| !gone && ((saturated && outlook.rate.is_some()) || tr.a.leaking > 0))
+                .and_then(|p| p.carried_at_risk(t, cfg.interval));
             let mut forecast = forecast.or(held);
             if outlook.at_risk_pct.is_some()
                 && !gone

@@ -4,6 +4,8 @@ use super::*;
 use crate::model::ProcessKey;
 use crate::model::{GpuSample, ProcSample, Snapshot};
 
+mod leaking;
+
 #[test]
 fn config_maps_every_field() {
     let mut c = Config::default();

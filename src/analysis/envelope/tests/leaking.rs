@@ -3,6 +3,7 @@
 
 use super::super::*;
 use super::{GIB, mem};
+use crate::analysis::forecast::Room;
 
 /// Each second of a cache filling towards 100 GiB (τ 25 s, from 20 GiB)
 /// with a leak of 0.5 GiB/s beneath it (full at 140 GiB 85 s in), with a
@@ -83,4 +84,37 @@ fn a_fill_slowing_over_a_flagged_leak_takes_a_slower_pace_into_the_range() {
         .map(|(s, _)| s)
         .collect();
     assert_eq!(held, (79..84).collect::<Vec<_>>());
+}
+
+/// The same steady candidates each second: shown once they have agreed
+/// for the hold (3 s); beside a process flagged as leaking (its flag
+/// took 20 s of growth that did not slow), once two a second apart agree.
+#[test]
+fn a_forecast_beside_a_flagged_leak_is_held_one_second() {
+    let p = EnvelopeParams::default();
+    let fc = |s: u64| Forecast {
+        made_ms: 1_000_000 + s * 1000,
+        room: Room::flat(10 << 30),
+        rate: Rate::exact(GIB),
+        eta_s: 60.0 - s as f64,
+        low_s: 50.0 - s as f64,
+        high_s: Some(70.0 - s as f64),
+    };
+    let first_shown = |leaking: bool| {
+        let mut e = Envelope::default();
+        e.set_leaking(leaking);
+        (0..10u64).find(|&s| e.hold(Some(fc(s)), false, &p).is_some())
+    };
+    assert_eq!(first_shown(false), Some(3));
+    assert_eq!(first_shown(true), Some(1));
+    // Two that disagree (the moment moved by 20 s in a second) are not
+    // shown, flagged or not.
+    let mut e = Envelope::default();
+    e.set_leaking(true);
+    assert!(e.hold(Some(fc(0)), false, &p).is_none());
+    let moved = Forecast {
+        eta_s: 79.0,
+        ..fc(1)
+    };
+    assert!(e.hold(Some(moved), false, &p).is_none());
 }
