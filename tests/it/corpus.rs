@@ -888,6 +888,23 @@ fn the_set_sealed_by_session_thirty_one_scores_at_least_as_it_did() {
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
 
+/// `fortysecond/` (plan written and committed 2026-12-07 by session 32,
+/// c80280c, after its change a0ebe68), sealed and scored once, with
+/// a0ebe68 and with 88152f8 (before the change): the same table.
+/// `fragment/expandable`, `grad_accum/leak` and `eval_spike/cached` held
+/// at every checkpoint but `eval_spike`'s T−30 s; the KV cache at τ 30 s
+/// was forecast full 31 s after its start (by the forecast, not the
+/// leak flag); the leak beneath a KV cache (τ 25 s ×1.2) had not run out
+/// by its end and was flagged at +1m16s, and a forecast shown 92 s after
+/// its start, "~16s (1s–39s)", closed its range with no OOM.
+#[test]
+fn the_set_held_out_from_session_thirty_twos_change_scores_at_least_as_it_did() {
+    let s = scored_set("fortysecond", (6, 3, 6), 5, 31.5, 1, &["kv_plateau"]);
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+    assert_eq!((s.unreached_runs, s.unreached_flagged), (1, 1), "{s:?}");
+    assert!(s.unreached_range_passed <= 1, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
