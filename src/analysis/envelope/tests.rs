@@ -328,6 +328,19 @@ fn a_few_steps_give_a_rate_known_to_a_step() {
     );
 }
 
+/// A candidate made at second `s` (at 1,000 s + `s`) of a run whose
+/// moment stays put: full at 60 s, between 50 and 70 s.
+pub(super) fn steady_forecast(s: u64) -> Forecast {
+    Forecast {
+        made_ms: 1_000_000 + s * 1000,
+        room: Room::flat(10 << 30),
+        rate: Rate::exact(GIB),
+        eta_s: 60.0 - s as f64,
+        low_s: 50.0 - s as f64,
+        high_s: Some(70.0 - s as f64),
+    }
+}
+
 #[test]
 fn a_forecast_gone_for_a_moment_comes_back_at_once() {
     // A steady forecast; the candidate goes for two samples (the baseline
@@ -335,14 +348,7 @@ fn a_forecast_gone_for_a_moment_comes_back_at_once() {
     // at once, not after another `hold`. Gone for longer than `hold`, it
     // must agree for `hold` again.
     let p = EnvelopeParams::default();
-    let fc = |s: u64| Forecast {
-        made_ms: 1_000_000 + s * 1000,
-        room: Room::flat(10 << 30),
-        rate: Rate::exact(GIB),
-        eta_s: 60.0 - s as f64,
-        low_s: 50.0 - s as f64,
-        high_s: Some(70.0 - s as f64),
-    };
+    let fc = steady_forecast;
     let mut e = Envelope::default();
     let shown: Vec<bool> = (0..20u64)
         .map(|s| {

@@ -2,8 +2,7 @@
 //! "still reaching new highs" floor the leak flag shares.
 
 use super::super::*;
-use super::{GIB, mem};
-use crate::analysis::forecast::Room;
+use super::{GIB, mem, steady_forecast};
 
 /// Each second of a cache filling towards 100 GiB (τ 25 s, from 20 GiB)
 /// with a leak of 0.5 GiB/s beneath it (full at 140 GiB 85 s in), with a
@@ -92,14 +91,7 @@ fn a_fill_slowing_over_a_flagged_leak_takes_a_slower_pace_into_the_range() {
 #[test]
 fn a_forecast_beside_a_flagged_leak_is_held_one_second() {
     let p = EnvelopeParams::default();
-    let fc = |s: u64| Forecast {
-        made_ms: 1_000_000 + s * 1000,
-        room: Room::flat(10 << 30),
-        rate: Rate::exact(GIB),
-        eta_s: 60.0 - s as f64,
-        low_s: 50.0 - s as f64,
-        high_s: Some(70.0 - s as f64),
-    };
+    let fc = steady_forecast;
     let first_shown = |leaking: bool| {
         let mut e = Envelope::default();
         e.set_leaking(leaking);
