@@ -365,7 +365,7 @@ impl Analyzer {
             };
             // The forecast shown at the last sample is carried while the
             // GPU is saturated (at risk, or as above) and gives none, from now to its latest end
-            // (`Forecast::carried_at_risk`); not over a level shift (the
+            // (`Forecast::carried_forward`); not over a level shift (the
             // regime too young for a rate: an OOM's process gone), nor
             // once one of its processes has gone (one too small to shift
             // the level may have been the one that ran out). While a
@@ -379,7 +379,7 @@ impl Analyzer {
                 .a
                 .forecast
                 .filter(|_| !gone && ((saturated && outlook.rate.is_some()) || tr.a.leaking > 0))
-                .and_then(|p| p.carried_at_risk(t, cfg.interval));
+                .and_then(|p| p.carried_forward(t, cfg.interval));
             let mut forecast = forecast.or(held);
             if outlook.at_risk_pct.is_some()
                 && !gone

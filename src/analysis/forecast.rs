@@ -86,8 +86,9 @@ impl Forecast {
         t_ms.saturating_sub(self.made_ms) <= within.as_millis() as u64 && !ended
     }
 
-    /// This forecast, shown on a GPU that is still at risk, carried to a
-    /// sample `t_ms` that gives none: at risk the next larger allocation
+    /// This forecast, shown on a GPU that is still at risk (or beside a
+    /// process still flagged as leaking: the analyzer decides), carried
+    /// to a sample `t_ms` that gives none: at risk the next larger allocation
     /// may fail at once, so its earliest end is now, and its latest end
     /// stays where it was; its central estimate keeps its moment until
     /// that has passed, and is then halfway to the latest end (a "~0s"
@@ -99,7 +100,7 @@ impl Forecast {
     /// `None` once that latest end has passed. An open-ended forecast
     /// (growth may stop) stands over one sample only (at most one and a
     /// half `interval`s after it was made).
-    pub(crate) fn carried_at_risk(
+    pub(crate) fn carried_forward(
         &self,
         t_ms: Millis,
         interval: std::time::Duration,
@@ -350,12 +351,12 @@ mod tests {
         let f = forecast(1_000_000, Room::flat(3 << 30), Rate::exact(GIB), GIB, 1.0).unwrap();
         assert_eq!(f.range_ms(), (1_002_000, Some(1_004_000)));
         assert_eq!(f.full_at_ms(), 1_003_000);
-        let c = f.carried_at_risk(1_002_500, second).unwrap();
+        let c = f.carried_forward(1_002_500, second).unwrap();
         assert_eq!(c.made_ms, 1_002_500);
         assert_eq!(c.range_ms(), (1_002_500, Some(1_004_000)), "from now");
         assert_eq!(c.full_at_ms(), 1_003_000, "the central moment kept");
         assert_eq!(c.rate, f.rate);
-        let c = f.carried_at_risk(1_003_000, second).unwrap();
+        let c = f.carried_forward(1_003_000, second).unwrap();
         assert_eq!(
             c.full_at_ms(),
             1_003_500,
@@ -363,21 +364,21 @@ mod tests {
         );
         assert_eq!(c.label(), "~1s (0s–1s)");
         assert!(
-            f.carried_at_risk(1_004_000, second).is_none(),
+            f.carried_forward(1_004_000, second).is_none(),
             "its latest end has passed"
         );
         let open = Forecast { high_s: None, ..f };
         assert_eq!(
-            open.carried_at_risk(1_001_500, second),
+            open.carried_forward(1_001_500, second),
             Some(open),
             "one late sample"
         );
         assert!(
-            open.carried_at_risk(1_001_501, second).is_none(),
+            open.carried_forward(1_001_501, second).is_none(),
             "two samples: not carried"
         );
         assert!(
-            open.carried_at_risk(1_002_000, 2 * second).is_some(),
+            open.carried_forward(1_002_000, 2 * second).is_some(),
             "counted in the interval given"
         );
     }
