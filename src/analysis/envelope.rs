@@ -102,6 +102,9 @@ pub struct EnvelopeParams {
     pub max_fill: f64,
     /// How long candidates must have agreed before one is shown.
     pub hold: Duration,
+    /// ... while a process on the GPU is flagged as leaking: two a second
+    /// apart (see `Envelope::hold`).
+    pub hold_leaking: Duration,
     /// How far (s/s) the predicted moment may move while held ...
     pub max_slip: f64,
     /// ... plus this share of the time still to go.
@@ -149,6 +152,7 @@ impl Default for EnvelopeParams {
             min_rate: 1024.0 * 1024.0,
             max_fill: 0.015,
             hold: Duration::from_secs(3),
+            hold_leaking: Duration::from_secs(1),
             max_slip: 0.5,
             max_slip_rel: 0.1,
             decel: 0.6,

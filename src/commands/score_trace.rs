@@ -103,6 +103,7 @@ fn params() -> AnalysisConfig {
             "decel_after" => e.decel_after = secs(x),
             "slowed" => e.slowed = x,
             "hold" => e.hold = secs(x),
+            "hold_leaking" => e.hold_leaking = secs(x),
             "max_slip" => e.max_slip = x,
             "max_slip_rel" => e.max_slip_rel = x,
             "min_regime" => e.min_regime = secs(x),

@@ -5,14 +5,6 @@ use super::{Envelope, EnvelopeParams};
 use crate::analysis::forecast::Forecast;
 use crate::model::Millis;
 
-/// The hold while a process on the GPU is flagged as leaking (ms): two
-/// candidates a second apart that agree. The hold keeps a fill from
-/// crying wolf, and the flag has seen 20 s of growth that did not slow
-/// already; what is left to keep out is a single sample's flash (with
-/// none, `thirtyseventh/03` flashed "15.6 s" for 1 s, 74 s before its
-/// OOM). 2 s held the same checkpoints over every set.
-const LEAKING_HOLD_MS: Millis = 1000;
-
 impl Envelope {
     /// Shows `candidate` once candidates have agreed for `hold`; once
     /// shown, it stays for as long as there are candidates (a forecast
@@ -22,11 +14,15 @@ impl Envelope {
     /// On a GPU at risk (`at_risk`) a candidate is shown at once: the hold
     /// keeps a GPU with room from crying wolf over a fill, and one whose
     /// readings have peaked near the top has no room to wait with. Beside
-    /// a process flagged as leaking the hold is [`LEAKING_HOLD_MS`]: a
-    /// leak beneath a KV cache is flagged late (30–90 s into its growth),
-    /// and its allocator's segments start new regimes whose candidates
-    /// waited out 3 s while the OOM came closer (`fortyfirst/01` at
-    /// T−30 s).
+    /// a process flagged as leaking the hold is `hold_leaking` (1 s: two
+    /// candidates a second apart that agree): the flag has already seen
+    /// 20 s of growth that did not slow, so the hold's work against a fill
+    /// crying wolf is done, and a leak beneath a KV cache, flagged late
+    /// (30–90 s into its growth), has its allocator's segments start new
+    /// regimes whose candidates waited out 3 s while the OOM came closer
+    /// (`fortyfirst/01` at T−30 s). What is left to keep out is a single
+    /// sample's flash: with no hold, `thirtyseventh/03` flashed "15.6 s"
+    /// for 1 s, 74 s before its OOM; 2 s held the same checkpoints.
     pub(super) fn hold(
         &mut self,
         candidate: Option<Forecast>,
@@ -41,12 +37,12 @@ impl Envelope {
         // A forecast that went away for less than `hold` (the baseline
         // touched the top for a sample or two, a cache release) comes back
         // at once: it was steady, and it is not flicker to show it again.
-        let hold = p.hold.as_millis() as u64;
         let hold = if self.leaking {
-            hold.min(LEAKING_HOLD_MS)
+            p.hold.min(p.hold_leaking)
         } else {
-            hold
+            p.hold
         };
+        let hold = hold.as_millis() as u64;
         if self.regime.shown
             || at_risk
             || self
