@@ -118,28 +118,7 @@ pub fn advice(stats: &AllocStats, others_on_gpu: bool) -> Vec<String> {
 mod tests {
     use super::thresholds::*;
     use super::*;
-    use crate::model::alloc::DeviceAlloc;
-
-    fn dev(allocated: u64, reserved: u64) -> DeviceAlloc {
-        DeviceAlloc {
-            allocated,
-            reserved,
-            active: allocated,
-            allocated_peak: allocated,
-            reserved_peak: reserved,
-            ..Default::default()
-        }
-    }
-
-    fn stats(devices: Vec<DeviceAlloc>) -> AllocStats {
-        AllocStats {
-            schema: 1,
-            pid: 1,
-            start_time: Some(1),
-            devices,
-            ..Default::default()
-        }
-    }
+    use crate::model::alloc::fixtures::{dev, stats};
 
     #[test]
     fn a_calm_process_gets_no_advice() {

@@ -87,17 +87,7 @@ pub(crate) fn metric_values(d: &DeviceAlloc) -> [Option<f64>; 10] {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dev(allocated: u64, reserved: u64) -> DeviceAlloc {
-        DeviceAlloc {
-            allocated,
-            reserved,
-            active: allocated,
-            allocated_peak: allocated,
-            reserved_peak: reserved,
-            ..Default::default()
-        }
-    }
+    use crate::model::alloc::fixtures::dev;
 
     #[test]
     fn metric_values_line_up_with_their_names() {

@@ -203,12 +203,15 @@ fn normalise_uuid(uuid: &str) -> String {
         .to_owned()
 }
 
+/// Builders for tests that need allocator stats (here, the analysis's
+/// advice and the exported metrics).
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::units::{GIB, MIB};
+pub(crate) mod fixtures {
+    use super::{AllocStats, DeviceAlloc};
 
-    fn dev(allocated: u64, reserved: u64) -> DeviceAlloc {
+    /// A device whose allocator holds `reserved`, `allocated` of it in
+    /// use (and active), peaks at those levels.
+    pub(crate) fn dev(allocated: u64, reserved: u64) -> DeviceAlloc {
         DeviceAlloc {
             allocated,
             reserved,
@@ -219,7 +222,8 @@ mod tests {
         }
     }
 
-    fn stats(devices: Vec<DeviceAlloc>) -> AllocStats {
+    /// The stats of pid 1 with `devices`.
+    pub(crate) fn stats(devices: Vec<DeviceAlloc>) -> AllocStats {
         AllocStats {
             schema: 1,
             pid: 1,
@@ -228,6 +232,13 @@ mod tests {
             ..Default::default()
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{dev, stats};
+    use super::*;
+    use crate::model::units::{GIB, MIB};
 
     #[test]
     fn derived_figures() {
