@@ -905,6 +905,20 @@ fn the_set_held_out_from_session_thirty_twos_change_scores_at_least_as_it_did() 
     assert!(s.unreached_range_passed <= 1, "{s:?}");
 }
 
+/// `fortythird/` (plan written and committed 2026-12-07 by session 32,
+/// 74803c9, after `fortysecond/` was scored), recorded by session 33 with
+/// 666b1f2's analysis (a0ebe68's), sealed, and scored once before any
+/// analysis change: the leak beneath a KV cache (τ 30 s ×1.3) had no
+/// forecast at T−60 and T−30 s, was flagged at +1m31s and held at T−10 s;
+/// `eval_spike/cached` had none at T−30 s and held at T−10 s; `two_proc`
+/// and `vision_leak` held at every checkpoint their growth reached; the
+/// KV cache at τ 35 s and the warm-up stayed quiet.
+#[test]
+fn the_set_sealed_by_session_thirty_two_scores_at_least_as_it_did() {
+    let s = scored_set("fortythird", (6, 4, 8), 5, 91.5, 0, &[]);
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
+
 /// Leaks beneath a KV cache: once the cache has filled, only the leak's
 /// pace is left, and the regime starts again where the growth slowed for
 /// good (session 27). Before, the whole regime's rate (the cache's fill
