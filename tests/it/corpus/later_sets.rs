@@ -391,3 +391,20 @@ fn the_set_sealed_by_session_thirty_two_scores_at_least_as_it_did() {
     let s = scored_set("fortythird", (6, 4, 8), 5, 91.5, 0, &[]);
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
+
+/// `fortyfourth/` (plan written and committed 2026-12-07 by session 33,
+/// 6baba4a, after `fortythird/` was scored), recorded by session 33 with
+/// 666b1f2's analysis in two calls (jobs 01 and 03, then 04, 06 and 05;
+/// job 02, a KV cache at τ 25 s, left out for device time), sealed, and
+/// scored once with no analysis change made: the leak beneath a KV cache
+/// (τ 35 s ×1.2) had not run out by its end and was flagged 20 s into its
+/// growth, no forecast range passing before the end; the curriculum held
+/// at T−30 and T−10 s (never flagged, as curricula are not); `fragment`
+/// had at T−10 s a range starting 6 s after its OOM, the GPU shown at
+/// risk; the warm-up at ×0.8 and the data set load stayed quiet.
+#[test]
+fn the_set_recorded_by_session_thirty_three_scores_at_least_as_it_did() {
+    let s = scored_set("fortyfourth", (5, 2, 3), 2, 20.5, 0, &[]);
+    assert_eq!(s.never_flagged, 1, "{s:?}");
+    one_unreached_flagged_with_no_range_passed(&s);
+}
