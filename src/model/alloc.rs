@@ -203,8 +203,8 @@ fn normalise_uuid(uuid: &str) -> String {
         .to_owned()
 }
 
-/// Builders for tests that need allocator stats (here, the analysis's
-/// advice and the exported metrics).
+/// Builders of allocator stats for tests: this module's, the analysis's
+/// advice's and the exported metrics'.
 #[cfg(test)]
 pub(crate) mod fixtures {
     use super::{AllocStats, DeviceAlloc};
