@@ -364,11 +364,12 @@ impl Analyzer {
                 None => (None, Default::default()),
             };
             // The forecast shown at the last sample is carried while the
-            // GPU is saturated (at risk, or as above) and gives none, from now to its latest end
-            // (`Forecast::carried_forward`); not over a level shift (the
-            // regime too young for a rate: an OOM's process gone), nor
-            // once one of its processes has gone (one too small to shift
-            // the level may have been the one that ran out). While a
+            // GPU is saturated (at risk, or as above) and gives none, from
+            // now to its latest end (`Forecast::carried_forward`); not over
+            // a level shift (the regime too young for a rate: an OOM's
+            // process gone), nor once one of its processes has gone (one
+            // too small to shift the level may have been the one that ran
+            // out). While a
             // process on it is flagged as leaking it is carried over a
             // level shift too: the leak goes on beneath its allocator's
             // new segment, which took room and gave none back, while the

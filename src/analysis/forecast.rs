@@ -87,8 +87,8 @@ impl Forecast {
     }
 
     /// This forecast, shown on a GPU that is still at risk (or beside a
-    /// process still flagged as leaking: the analyzer decides), carried
-    /// to a sample `t_ms` that gives none: at risk the next larger allocation
+    /// process still flagged as leaking: the analyzer decides), carried to
+    /// a sample `t_ms` that gives none: at risk the next larger allocation
     /// may fail at once, so its earliest end is now, and its latest end
     /// stays where it was; its central estimate keeps its moment until
     /// that has passed, and is then halfway to the latest end (a "~0s"

@@ -348,11 +348,10 @@ fn a_forecast_gone_for_a_moment_comes_back_at_once() {
     // at once, not after another `hold`. Gone for longer than `hold`, it
     // must agree for `hold` again.
     let p = EnvelopeParams::default();
-    let fc = steady_forecast;
     let mut e = Envelope::default();
     let shown: Vec<bool> = (0..20u64)
         .map(|s| {
-            let c = (![8, 9, 13, 14, 15, 16].contains(&s)).then(|| fc(s));
+            let c = (![8, 9, 13, 14, 15, 16].contains(&s)).then(|| steady_forecast(s));
             e.hold(c, false, &p).is_some()
         })
         .collect();

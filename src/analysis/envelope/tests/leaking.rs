@@ -91,11 +91,10 @@ fn a_fill_slowing_over_a_flagged_leak_takes_a_slower_pace_into_the_range() {
 #[test]
 fn a_forecast_beside_a_flagged_leak_is_held_one_second() {
     let p = EnvelopeParams::default();
-    let fc = steady_forecast;
     let first_shown = |leaking: bool| {
         let mut e = Envelope::default();
         e.set_leaking(leaking);
-        (0..10u64).find(|&s| e.hold(Some(fc(s)), false, &p).is_some())
+        (0..10u64).find(|&s| e.hold(Some(steady_forecast(s)), false, &p).is_some())
     };
     assert_eq!(first_shown(false), Some(3));
     assert_eq!(first_shown(true), Some(1));
@@ -103,10 +102,10 @@ fn a_forecast_beside_a_flagged_leak_is_held_one_second() {
     // shown, flagged or not.
     let mut e = Envelope::default();
     e.set_leaking(true);
-    assert!(e.hold(Some(fc(0)), false, &p).is_none());
+    assert!(e.hold(Some(steady_forecast(0)), false, &p).is_none());
     let moved = Forecast {
         eta_s: 79.0,
-        ..fc(1)
+        ..steady_forecast(1)
     };
     assert!(e.hold(Some(moved), false, &p).is_none());
 }
