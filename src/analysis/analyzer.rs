@@ -221,9 +221,15 @@ impl Analyzer {
             // driver's figure first; else, where the GPU is at risk, the
             // tensors' (a cache holding nearly the whole GPU hides them
             // from the driver).
+            // The driver's flag, where shown (and alerted) since it was
+            // raised or raised afresh now (`flag_to_show`). The tensors'
+            // flag is hidden by design until the driver's figure
+            // saturates, and its raise is what counts: checked afresh
+            // there, `fifth/05` (an `empty_cache()` sawtooth) was never
+            // flagged and two leaks beneath a KV cache 5-7 s later.
             let flag = tr
                 .leak
-                .flag_while_rising(&tr.rises, t)
+                .flag_to_show(&tr.rises, t, tr.leak_alerted)
                 .copied()
                 .or_else(|| tr.tensors.flag(t).filter(|_| saturated))
                 .filter(|f| total == 0 || f.rate.bps.max(recent) <= fill)

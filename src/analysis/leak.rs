@@ -212,6 +212,30 @@ impl LeakDetector {
             .filter(|_| rises.current_within(t, LEAK_STALE_MIN))
     }
 
+    /// The flag as [`LeakDetector::flag_while_rising`], to show at `t`:
+    /// one not shown since it was raised (`shown` false) and raised before
+    /// `t` only where the buckets closed by `t` would raise it afresh. A
+    /// raised flag clears only below half of `min_rate`, so a KV cache
+    /// flagged in the first, straight seconds of its fill stays flagged
+    /// while it slows; hidden meanwhile (no new high, tensors levelling
+    /// off), it came out 7–24 s after its raise on a later segment, on
+    /// evidence the fill had since outgrown (`thirteenth/04`,
+    /// `thirtyninth/02`, `twentyninth/01`: false alarms, session 34). A
+    /// flag once shown stays as before (hidden and shown again as its
+    /// staircase rises).
+    pub(crate) fn flag_to_show(&self, rises: &Rises, t: Millis, shown: bool) -> Option<&LeakFlag> {
+        self.flag_while_rising(rises, t)
+            .filter(|f| shown || f.since_ms >= t || self.raises_afresh(t))
+    }
+
+    /// Whether the buckets closed by `now` would raise the flag afresh.
+    fn raises_afresh(&self, now: Millis) -> bool {
+        SPANS
+            .iter()
+            .take_while(|&&k| k <= self.closed.len())
+            .any(|&k| self.test_span(k, now).is_some())
+    }
+
     /// Feeds one point. Points not newer than the last, or not finite, are
     /// ignored; a gap longer than `min_duration` starts the history afresh
     /// (and clears a raised flag: nothing is known about the gap).

@@ -290,3 +290,59 @@ fn growth_after_a_jump_is_timed_across_a_gap() {
     }
     assert!(raised.is_some_and(|d| d <= 22.0), "{raised:?}");
 }
+
+/// Feeds `f(t)` at 1 Hz for `secs` seconds; the detector and the series'
+/// new highs ([`Rises`], 1 MiB counts) at the end, and the last time fed.
+fn fed(secs: u64, f: impl Fn(f64) -> f64) -> (LeakDetector, Rises, Millis) {
+    let mut d = LeakDetector::new(&LeakParams::default());
+    let mut rises = Rises::default();
+    let t0: Millis = 1_700_000_000_000;
+    for s in 0..=secs {
+        let v = f(s as f64);
+        rises.observe(t0 + s * 1000, v, MIB);
+        d.observe(t0 + s * 1000, v);
+    }
+    (d, rises, t0 + secs * 1000)
+}
+
+/// A fill straight for its first 25 s (1 GiB/s), then at a fifth of that:
+/// raised at ~20 s, still raised at 60 s (it clears only below 2 MiB/s).
+fn fast_then_slow(t: f64) -> f64 {
+    GIB + GIB * t.min(25.0) + 0.2 * GIB * (t - 25.0).max(0.0)
+}
+
+#[test]
+fn a_flag_not_shown_since_its_raise_is_shown_later_only_if_raised_afresh() {
+    let (d, rises, now) = fed(60, fast_then_slow);
+    let f = d.flag().expect("raised in the fill's straight start");
+    assert!(f.since_ms < now - 30_000, "raised at {}", f.since_ms);
+    // Still reaching new highs: only the check afresh hides it.
+    assert!(d.flag_while_rising(&rises, now).is_some());
+    assert!(d.flag_to_show(&rises, now, false).is_none());
+    // Once shown since its raise, it stays shown as before.
+    assert!(d.flag_to_show(&rises, now, true).is_some());
+}
+
+#[test]
+fn a_steady_leak_not_shown_since_its_raise_is_raised_afresh() {
+    let (d, rises, now) = fed(60, |t| GIB + 0.2 * GIB * t);
+    let f = d.flag().expect("a steady leak is raised");
+    assert!(f.since_ms < now, "{f:?}");
+    assert!(d.flag_to_show(&rises, now, false).is_some());
+}
+
+#[test]
+fn a_flag_is_shown_at_the_sample_that_raised_it() {
+    let mut d = LeakDetector::new(&LeakParams::default());
+    let mut rises = Rises::default();
+    let t0: Millis = 1_700_000_000_000;
+    for s in 0..=60u64 {
+        let (t, v) = (t0 + s * 1000, GIB + 0.2 * GIB * s as f64);
+        rises.observe(t, v, MIB);
+        if d.observe(t, v) == Some(LeakChange::Raised) {
+            assert!(d.flag_to_show(&rises, t, false).is_some());
+            return;
+        }
+    }
+    panic!("never raised");
+}

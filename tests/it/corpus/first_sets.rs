@@ -297,10 +297,12 @@ fn the_corpus_held_out_from_the_fourteenth_session_scores_at_least_as_it_did() {
 /// 3; false alarms on 2 of 4, both KV caches (τ 55 s: forecast and leak
 /// flag 19 s into its fill; τ 22 s: leak flag at 30 s); `healthy_train`
 /// ×0.85 and `weights_load` ×0.8 silent; leak flags 19–25 s after the
-/// growth began, `vision_leak` never flagged.
+/// growth began, `vision_leak` never flagged. Since session 34 the τ 22 s
+/// cache's flag, raised 10 s into its fill and hidden until 30 s, must be
+/// raised afresh to be shown, and is not: one false alarm.
 #[test]
 fn the_corpus_held_out_from_the_younger_regime_scores_at_least_as_it_did() {
-    let s = scored_set("thirteenth", (8, 4, 7), 6, 25.5, 2, &["kv_plateau"]);
+    let s = scored_set("thirteenth", (8, 4, 7), 6, 25.5, 1, &["kv_plateau"]);
     assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
 }
 
