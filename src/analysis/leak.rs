@@ -218,7 +218,7 @@ impl LeakDetector {
     /// raised flag clears only below half of `min_rate`, so a KV cache
     /// flagged in the first, straight seconds of its fill stays flagged
     /// while it slows; hidden meanwhile (no new high, tensors levelling
-    /// off), it came out 7–24 s after its raise on a later segment, on
+    /// off), it came out 5–24 s after its raise on a later segment, on
     /// evidence the fill had since outgrown (`thirteenth/04`,
     /// `thirtyninth/02`, `twentyninth/01`: false alarms, session 34). A
     /// flag once shown stays as before (hidden and shown again as its
