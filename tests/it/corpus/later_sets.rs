@@ -417,3 +417,20 @@ fn the_set_recorded_by_session_thirty_three_scores_at_least_as_it_did() {
     assert_eq!(s.never_flagged, 1, "{s:?}");
     one_unreached_flagged_with_no_range_passed(&s);
 }
+
+/// `fortyfifth/` (plan written and committed 2026-12-07 by session 33,
+/// 46dadce, after `fortyfourth/` was scored), recorded by session 34 on an
+/// H100 with d8079c8's binary in three calls (jobs 01 and 02, then 03,
+/// then 04; 05 and 06 left out for device time), sealed (d0d955f), and
+/// scored once with session 34's change (3144837) and once with the code
+/// before it: the same table. The leak beneath a KV cache (τ 30 s ×1.1)
+/// held none of T−60/−30/−10 s: none shown at T−60 and T−30 s, and at
+/// T−10 s "37s (12s–1m36s)" for an OOM 10 s away (its pace after a 9 GiB
+/// segment read at 0.1–0.2 GiB/s where it grew 0.4); flagged at +1m43s;
+/// `eval_spike/cached` had none at T−30 s and held at T−10 s; the KV cache
+/// at τ 25 s and the warm-up at ×0.75 stayed quiet.
+#[test]
+fn the_set_recorded_by_session_thirty_four_scores_at_least_as_it_did() {
+    let s = scored_set("fortyfifth", (4, 2, 5), 1, 103.5, 0, &[]);
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
