@@ -218,13 +218,11 @@ impl Analyzer {
             let recent = tr.series.window.recent_rate(10_000).unwrap_or(0.0);
             // And a leak still grows: memory that has levelled off (a
             // warm-up, a cache that is full) is not leaking now. The
-            // driver's figure first; else, where the GPU is at risk, the
-            // tensors' (a cache holding nearly the whole GPU hides them
-            // from the driver).
-            // The driver's flag, where shown (and alerted) since it was
-            // raised or raised afresh now (`flag_to_show`). The tensors'
-            // flag is hidden by design until the driver's figure
-            // saturates, and its raise is what counts: checked afresh
+            // driver's flag first, where shown (and alerted) since its
+            // raise or raised afresh now (`flag_to_show`); else, where the
+            // GPU is at risk, the tensors' (a cache holding nearly the
+            // whole GPU hides them from the driver), whose raise is what
+            // counts: hidden by design until then, and checked afresh
             // there, `fifth/05` (an `empty_cache()` sawtooth) was never
             // flagged and two leaks beneath a KV cache 5-7 s later.
             let flag = tr
@@ -375,13 +373,13 @@ impl Analyzer {
             // a level shift (the regime too young for a rate: an OOM's
             // process gone), nor once one of its processes has gone (one
             // too small to shift the level may have been the one that ran
-            // out). While a
-            // process on it is flagged as leaking it is carried over a
-            // level shift too: the leak goes on beneath its allocator's
-            // new segment, which took room and gave none back, while the
-            // new regime is too young for a forecast, or its rate's slow
-            // end is at zero between two steps (`thirtyfifth/01`: none
-            // for 26 s after an 8.4 GiB segment, T−30 s among them).
+            // out). While a process on it is flagged as leaking it is
+            // carried over a level shift too: the leak goes on beneath its
+            // allocator's new segment, which took room and gave none back,
+            // while the new regime is too young for a forecast, or its
+            // rate's slow end is at zero between two steps
+            // (`thirtyfifth/01`: none for 26 s after an 8.4 GiB segment,
+            // T−30 s among them).
             let held = tr
                 .a
                 .forecast

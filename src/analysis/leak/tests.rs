@@ -291,18 +291,30 @@ fn growth_after_a_jump_is_timed_across_a_gap() {
     assert!(raised.is_some_and(|d| d <= 22.0), "{raised:?}");
 }
 
-/// Feeds `f(t)` at 1 Hz for `secs` seconds; the detector and the series'
-/// new highs ([`Rises`], 1 MiB counts) at the end, and the last time fed.
-fn fed(secs: u64, f: impl Fn(f64) -> f64) -> (LeakDetector, Rises, Millis) {
+/// Feeds `f(t)` at 1 Hz for `secs` seconds to a detector and to the
+/// series' new highs ([`Rises`], 1 MiB counts), calling `each` after every
+/// point with both, its time and the detector's change; returns both and
+/// the last time fed.
+fn feed(
+    secs: u64,
+    f: impl Fn(f64) -> f64,
+    mut each: impl FnMut(&LeakDetector, &Rises, Millis, Option<LeakChange>),
+) -> (LeakDetector, Rises, Millis) {
     let mut d = LeakDetector::new(&LeakParams::default());
     let mut rises = Rises::default();
     let t0: Millis = 1_700_000_000_000;
     for s in 0..=secs {
-        let v = f(s as f64);
-        rises.observe(t0 + s * 1000, v, MIB);
-        d.observe(t0 + s * 1000, v);
+        let (t, v) = (t0 + s * 1000, f(s as f64));
+        rises.observe(t, v, MIB);
+        let change = d.observe(t, v);
+        each(&d, &rises, t, change);
     }
     (d, rises, t0 + secs * 1000)
+}
+
+/// [`feed`] with nothing to do at each point.
+fn fed(secs: u64, f: impl Fn(f64) -> f64) -> (LeakDetector, Rises, Millis) {
+    feed(secs, f, |_, _, _, _| {})
 }
 
 /// A fill straight for its first 25 s (1 GiB/s), then at a fifth of that:
@@ -333,16 +345,15 @@ fn a_steady_leak_not_shown_since_its_raise_is_raised_afresh() {
 
 #[test]
 fn a_flag_is_shown_at_the_sample_that_raised_it() {
-    let mut d = LeakDetector::new(&LeakParams::default());
-    let mut rises = Rises::default();
-    let t0: Millis = 1_700_000_000_000;
-    for s in 0..=60u64 {
-        let (t, v) = (t0 + s * 1000, GIB + 0.2 * GIB * s as f64);
-        rises.observe(t, v, MIB);
-        if d.observe(t, v) == Some(LeakChange::Raised) {
-            assert!(d.flag_to_show(&rises, t, false).is_some());
-            return;
-        }
-    }
-    panic!("never raised");
+    let mut shown_at_raise = Vec::new();
+    feed(
+        60,
+        |t| GIB + 0.2 * GIB * t,
+        |d, rises, t, change| {
+            if change == Some(LeakChange::Raised) {
+                shown_at_raise.push(d.flag_to_show(rises, t, false).is_some());
+            }
+        },
+    );
+    assert_eq!(shown_at_raise, [true]);
 }
