@@ -314,6 +314,7 @@ impl Analyzer {
     /// Each GPU's forecast and at-risk state, and its alerts.
     fn forecast_gpus(&mut self, snap: &Snapshot, t: Millis) -> Vec<Alert> {
         let levelling = self.levelling_gpus(t);
+        let tensors_growing = self.tensors_growing_gpus(t);
         let cfg = &self.cfg;
         let gap = cfg.interval.as_secs_f64();
         let mut out = Vec::new();
@@ -379,11 +380,16 @@ impl Analyzer {
             // while the new regime is too young for a forecast, or its
             // rate's slow end is at zero between two steps
             // (`thirtyfifth/01`: none for 26 s after an 8.4 GiB segment,
-            // T−30 s among them).
-            let held = tr
-                .a
-                .forecast
-                .filter(|_| !gone && ((saturated && outlook.rate.is_some()) || tr.a.leaking > 0))
+            // T−30 s among them). So too while a process's tensors there
+            // still grow, flagged or not (`tensors_growing_gpus`: a leak
+            // beneath a KV cache is flagged a minute or more after its
+            // growth began, and its segments restart the regime before).
+            let carry = !gone
+                && ((saturated && outlook.rate.is_some())
+                    || tr.a.leaking > 0
+                    || tensors_growing.contains(&g.index));
+            let held = (tr.a.forecast)
+                .filter(|_| carry)
                 .and_then(|p| p.carried_forward(t, cfg.interval));
             let mut forecast = forecast.or(held);
             if outlook.at_risk_pct.is_some()

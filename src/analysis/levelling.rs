@@ -170,6 +170,20 @@ impl Levelling {
         (paused && now.saturating_sub(at) <= PAUSE_HOLD_MS && last < level).then_some(level)
     }
 
+    /// How much the tensors rose (bytes) over the last `within` ms before
+    /// `t` (the sample's time), from the reading that held when that
+    /// began; `None` where the last reading is older than `within`.
+    pub(crate) fn rose_within(&self, t: Millis, within: Millis) -> Option<f64> {
+        let &(now, last) = self.points.back()?;
+        if t.saturating_sub(now) > within {
+            return None;
+        }
+        let from = t.saturating_sub(within);
+        let i = self.points.partition_point(|(p, _)| *p <= from);
+        let (_, before) = self.points[i.saturating_sub(1)];
+        Some(last - before)
+    }
+
     /// Whether a steady level (found within [`STEADY_FRAC`] of the one
     /// before it) was found within [`STEADY_HOLD_MS`] before `t` (the
     /// sample's time) and the tensors still hold less than it, whether or

@@ -5,6 +5,7 @@ use crate::model::ProcessKey;
 use crate::model::{GpuSample, ProcSample, Snapshot};
 
 mod leaking;
+mod segments;
 
 #[test]
 fn config_maps_every_field() {
@@ -260,7 +261,7 @@ fn saturated(s: u64, torch: bool) -> Snapshot {
 /// Second `s` of a 140 GiB GPU whose one process holds `used` (all of
 /// it in PyTorch's caching allocator but a 0.5 GiB context) and, when
 /// `peak` is given, publishes its tensors' peak.
-fn one_torch_process(s: u64, used: u64, peak: Option<u64>) -> Snapshot {
+pub(super) fn one_torch_process(s: u64, used: u64, peak: Option<u64>) -> Snapshot {
     use crate::model::alloc::{AllocStats, DeviceAlloc};
     use std::sync::Arc;
     let total = 140u64 << 30;

@@ -398,3 +398,21 @@ fn growth_that_slowed_once_and_keeps_its_pace_is_not_levelling_off() {
     assert!(l[24].is_some(), "{l:?}");
     assert!(l[55..].iter().all(Option::is_none), "{l:?}");
 }
+
+#[test]
+fn what_the_tensors_rose_over_the_last_seconds_is_from_the_reading_then() {
+    let mut l = Levelling::default();
+    assert_eq!(l.rose_within(10_000, 10_000), None);
+    // 1 GiB a second from 0, read every 2 s to 20 s.
+    for s in (0..=20).step_by(2) {
+        l.push(s * 1000, s << 30);
+    }
+    // Over the last 10 s before 20 s: from the reading at 10 s.
+    assert_eq!(l.rose_within(20_000, 10_000), Some(10.0 * GIB));
+    // Before 21 s: from the reading that held at 11 s (the one at 10 s).
+    assert_eq!(l.rose_within(21_000, 10_000), Some(10.0 * GIB));
+    // Longer than the readings go back: from the first.
+    assert_eq!(l.rose_within(20_000, 60_000), Some(20.0 * GIB));
+    // The last reading older than the window: nothing known.
+    assert_eq!(l.rose_within(30_001, 10_000), None);
+}

@@ -80,7 +80,10 @@ fn kv_caches_whose_last_half_keeps_one_pace_do_not_alarm() {
 /// had none (its candidates waiting out the hold, then a new regime), now
 /// "18s (0s–1m11s)"; `thirtyfifth/01` T−30 s had none (a 8.4 GiB segment
 /// 13 s before), now "4s (0s–33s)" (both tuned on: traced after they were
-/// scored).
+/// scored). And while a process's tensors there grow (session 35), flagged
+/// or not: `fortyfifth/02` T−60 s had none (a 9 GiB segment 10 s before,
+/// then 30 s flat while its tensors grew 0.4 GiB/s), now "34s (0s–2m09s)"
+/// (tuned on: traced after it was scored).
 #[test]
 fn leaks_beneath_a_kv_cache_are_forecast_at_the_pace_left_once_it_has_filled() {
     for (set, run, leads) in [
@@ -90,6 +93,7 @@ fn leaks_beneath_a_kv_cache_are_forecast_at_the_pace_left_once_it_has_filled() {
         ("thirtyseventh", "03-", &[30, 10][..]),
         ("thirtyeighth", "01-", &[60, 30, 10][..]),
         ("fortyfirst", "01-", &[30, 10][..]),
+        ("fortyfifth", "02-", &[60][..]),
     ] {
         let runs = corpus(set);
         let r = runs.iter().find(|r| r.run.starts_with(run)).unwrap();
