@@ -388,9 +388,10 @@ impl Analyzer {
                 && ((saturated && outlook.rate.is_some())
                     || tr.a.leaking > 0
                     || tensors_growing.contains(&g.index));
-            let held = (tr.a.forecast)
-                .filter(|_| carry)
-                .and_then(|p| p.carried_forward(t, cfg.interval));
+            let held =
+                tr.a.forecast
+                    .filter(|_| carry)
+                    .and_then(|p| p.carried_forward(t, cfg.interval));
             let mut forecast = forecast.or(held);
             if outlook.at_risk_pct.is_some()
                 && !gone
