@@ -163,9 +163,7 @@ impl Levelling {
             return Some(level);
         }
         let (at, level) = self.said?;
-        let from = now.saturating_sub(RECENT_MS / 2);
-        let i = self.points.partition_point(|(t, _)| *t <= from);
-        let (_, before) = self.points[i.saturating_sub(1)];
+        let (_, before) = self.held_at(now.saturating_sub(RECENT_MS / 2));
         let paused = last - before <= JUMP_FRAC * total as f64;
         (paused && now.saturating_sub(at) <= PAUSE_HOLD_MS && last < level).then_some(level)
     }
@@ -178,10 +176,15 @@ impl Levelling {
         if t.saturating_sub(now) > within {
             return None;
         }
-        let from = t.saturating_sub(within);
-        let i = self.points.partition_point(|(p, _)| *p <= from);
-        let (_, before) = self.points[i.saturating_sub(1)];
+        let (_, before) = self.held_at(t.saturating_sub(within));
         Some(last - before)
+    }
+
+    /// The reading that held at `at` (the last not after it; the first,
+    /// where all are after it), as (t, bytes). Only with points.
+    fn held_at(&self, at: Millis) -> (Millis, f64) {
+        let i = self.points.partition_point(|(t, _)| *t <= at);
+        self.points[i.saturating_sub(1)]
     }
 
     /// Whether a steady level (found within [`STEADY_FRAC`] of the one
@@ -220,8 +223,7 @@ impl Levelling {
         // points left was none).
         let pace = |within: Millis| {
             let from = now.saturating_sub(within);
-            let i = self.points.partition_point(|(t, _)| *t <= from);
-            let (t0, v0) = self.points[i.saturating_sub(1)];
+            let (t0, v0) = self.held_at(from);
             let t0 = t0.max(from);
             (now > t0).then(|| (last - v0) / (now - t0) as f64)
         };

@@ -1,4 +1,6 @@
-//! GPUs whose growth is fills levelling off ([`Analyzer::levelling_gpus`]).
+//! GPUs whose growth is fills levelling off ([`Analyzer::levelling_gpus`]),
+//! and those whose processes' tensors still grow
+//! ([`Analyzer::tensors_growing_gpus`]).
 
 use std::collections::{HashMap, HashSet};
 
