@@ -434,3 +434,18 @@ fn the_set_recorded_by_session_thirty_four_scores_at_least_as_it_did() {
     let s = scored_set("fortyfifth", (4, 2, 5), 1, 103.5, 0, &[]);
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
+
+/// `fortysixth/` (plan written and committed 2026-12-07 by session 34,
+/// 8d48cc9, before `fortyfifth/` was recorded and before any analysis
+/// change), recorded by session 36 on an H100 with 799cc20's binary in one
+/// call, sealed (42c68d3), and scored once before any change: held out
+/// from sessions 34's and 35's changes (3144837, e2fa4f9). All 8
+/// checkpoints held (`two_proc` ×1.15, `grad_accum/leak` ×1.1,
+/// `eval_spike` in its default variant, `empty_cache`, and
+/// `leak_keep/logits`: T−30 and T−10 s each), every leak flagged 16–20 s
+/// into its growth; the warm-up at ×1.2 and the weights load stayed quiet.
+#[test]
+fn the_set_recorded_by_session_thirty_six_scores_at_least_as_it_did() {
+    let s = scored_set("fortysixth", (6, 4, 8), 8, 20.5, 0, &[]);
+    assert_eq!(s.never_flagged, 0, "{s:?}");
+}
