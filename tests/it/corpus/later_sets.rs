@@ -93,10 +93,13 @@ fn the_corpus_sealed_by_the_twenty_second_session_scores_at_least_as_it_did() {
 /// scored once: 7 of 7 checkpoints (5 of 5 where the growth had run
 /// 15 s), shown by T−30 s on 3 of 3, leak flags within 24 s; the KV cache
 /// (τ 32 s) and the data set load did not alarm; one false alarm, the
-/// warm-up of `healthy_train` ×0.95 (forecast 22 s after its start).
+/// warm-up of `healthy_train` ×0.95 (forecast 22 s after its start), gone
+/// since session 36: its candidates' moment came 3.3 s nearer in 3 s as
+/// the warm-up's segments grew, within the hold's 0.5 s/s + 1 s + 10 % of
+/// the 9 s to go (3.4 s), not within 0.4 s/s (3.1 s).
 #[test]
 fn the_corpus_held_out_from_the_twenty_third_session_changes_scores_at_least_as_it_did() {
-    let s = scored_set("twentyfifth", (7, 4, 7), 7, 24.5, 1, &["healthy_train"]);
+    let s = scored_set("twentyfifth", (7, 4, 7), 7, 24.5, 0, &[]);
     assert!(s.shown_by_30 >= 3 && s.settled_held >= 5, "{s:?}");
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
