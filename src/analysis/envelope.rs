@@ -49,7 +49,8 @@
 //! the regime is at least `min_regime` old; the slow end of the rate is
 //! above zero and the rate at least `min_rate`; the growth is not a fill
 //! (not faster than `max_fill` of the GPU per second: loading weights or a
-//! data set copies at gigabytes a second and stops on its own, while leaks
+//! data set copies at gigabytes a second and stops on its own, and a KV
+//! cache or a warm-up fills at a gigabyte or two a second, while most leaks
 //! and growing batches add megabytes to a few hundred megabytes a second);
 //! it is not levelling off (`decelerating`; never said while a process on
 //! the GPU is flagged as leaking); the central estimate reaches
@@ -98,7 +99,11 @@ pub struct EnvelopeParams {
     pub one_step_share: f64,
     /// Slowest growth forecast, bytes/s.
     pub min_rate: f64,
-    /// Fastest growth forecast, share of the GPU's memory per second.
+    /// Fastest growth forecast, share of the GPU's memory per second; a
+    /// leak flag faster is not shown either (0.011: at 0.015, set on 14
+    /// runs, eight KV caches and three warm-ups of the corpus were
+    /// forecast or flagged while they filled faster; 0.011 silences them
+    /// for two checkpoints of 347, docs/analysis.md, session 36).
     pub max_fill: f64,
     /// How long candidates must have agreed before one is shown.
     pub hold: Duration,
@@ -153,7 +158,7 @@ impl Default for EnvelopeParams {
             min_points: 4,
             one_step_share: 0.85,
             min_rate: 1024.0 * 1024.0,
-            max_fill: 0.015,
+            max_fill: 0.011,
             hold: Duration::from_secs(3),
             hold_leaking: Duration::from_secs(1),
             max_slip: 0.4,

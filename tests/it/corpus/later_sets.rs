@@ -244,10 +244,12 @@ fn the_second_set_held_out_from_the_twenty_sixth_session_change_scores_at_least_
 /// 363b71f, and only its first two jobs for the device time left), sealed
 /// and scored once: the KV cache (τ 35 s) silent; `eval_spike/cached` ×1.0
 /// no forecast at T−30 s (first T−29 s), held at T−10 s, flagged 20 s into
-/// its growth. The code before the change scores it the same.
+/// its growth. The code before the change scores it the same. Flagged
+/// 22 s in since session 36 (growth faster than 1.1 % of the GPU a second
+/// is loading, not 1.5 %: the flag waits out its fastest seconds).
 #[test]
 fn the_set_held_out_from_the_twenty_seventh_session_change_scores_at_least_as_it_did() {
-    let s = scored_set("thirtyfourth", (2, 1, 2), 1, 20.5, 0, &[]);
+    let s = scored_set("thirtyfourth", (2, 1, 2), 1, 22.5, 0, &[]);
     assert_eq!(s.never_flagged, 0, "{s:?}");
 }
 
@@ -261,13 +263,15 @@ fn the_set_held_out_from_the_twenty_seventh_session_change_scores_at_least_as_it
 /// and 40 s) alarmed late: forecast 50 s and 73 s into their growth, one
 /// also flagged at 74 s. The code before session 27's change (fdd68dd)
 /// prints the same table: the change neither gained nor lost here.
+/// Since session 36 (growth faster than 1.1 % of the GPU a second is
+/// loading) the leak beneath the cache at τ 40 s is flagged at 62 s.
 #[test]
 fn the_set_held_out_from_the_twenty_seventh_session_change_on_kv_leaks_scores_at_least_as_it_did() {
     let s = scored_set(
         "thirtyfifth",
         (4, 1, 3),
         1,
-        51.5,
+        62.5,
         2,
         &["kv_plateau/default"],
     );
@@ -320,10 +324,12 @@ fn the_set_held_out_from_the_analysis_as_session_twenty_nine_found_it_scores_at_
 /// at T−10 s, flagged at 31 s; `fragment` ×0.9 at risk at T−30 s, held at
 /// T−10 s; `vision_leak` ×1.1 (OOM 21 s into its growth) at risk at
 /// T−10 s, never flagged. The KV cache (τ 35 s) and the warm-up
-/// (`healthy_train` ×0.9) were silent.
+/// (`healthy_train` ×0.9) were silent. Since session 36 (growth faster
+/// than 1.1 % of the GPU a second is loading, not 1.5 %) the leak beneath
+/// the cache is flagged at 82 s, not 23, and has no forecast at T−60 s.
 #[test]
 fn the_set_held_out_from_session_twenty_nines_change_scores_at_least_as_it_did() {
-    let s = scored_set("thirtyeighth", (6, 4, 8), 4, 31.5, 0, &[]);
+    let s = scored_set("thirtyeighth", (6, 4, 8), 4, 82.5, 0, &[]);
     assert_eq!(s.never_flagged, 1, "{s:?}");
 }
 

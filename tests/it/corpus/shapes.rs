@@ -73,8 +73,9 @@ fn kv_caches_whose_last_half_keeps_one_pace_do_not_alarm() {
 /// `thirtysecond/02` T−10 s was "2s (0s–10s)", now "2s (0s–15s)". And
 /// where a fill slows with a leak flagged, the range takes in a pace
 /// slower than the whole regime's (session 31): `thirtyeighth/01` T−60 s
-/// was "33s (25s–46s)", now "33s (25s–1m04s)" (tuned on: traced after it
-/// was scored). And while a leak is flagged (session 32) a candidate is
+/// was "33s (25s–46s)", then "33s (25s–1m04s)" (tuned on: traced after it
+/// was scored); none since session 36, whose fill ceiling (1.1 % of the
+/// GPU a second) holds its leak flag back to 82 s. And while a leak is flagged (session 32) a candidate is
 /// held 1 s, not 3, and a forecast shown stands over the samples that
 /// give none (an allocator segment's level shift): `fortyfirst/01` T−30 s
 /// had none (its candidates waiting out the hold, then a new regime), now
@@ -91,7 +92,7 @@ fn leaks_beneath_a_kv_cache_are_forecast_at_the_pace_left_once_it_has_filled() {
         ("thirtythird", "02-", &[30, 10][..]),
         ("thirtyfifth", "01-", &[30, 10][..]),
         ("thirtyseventh", "03-", &[30, 10][..]),
-        ("thirtyeighth", "01-", &[60, 30, 10][..]),
+        ("thirtyeighth", "01-", &[30, 10][..]),
         ("fortyfirst", "01-", &[30, 10][..]),
         ("fortyfifth", "02-", &[60][..]),
     ] {
