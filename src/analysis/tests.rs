@@ -573,9 +573,10 @@ fn a_leak_beneath_a_cache_that_levels_off_is_not_hidden() {
     // fill alone it came at 122 s. (By 70 s before the allocator's idle
     // cache, up to 2.5 GiB here, was taken as room for the fill's rest.)
     // The leak flag waits up to 15 s more while the tensors are below the
-    // last steady level found (session 24): back by 84 s; by 99 s since
-    // session 36 counts growth faster than 1.1 % of the GPU a second as
-    // loading, not 1.5 % (hidden to 83 s at 1.5 %, to 98 s at 1.1 %).
+    // last steady level found (session 24): back by 84 s, and by 99 s
+    // since session 36, which counts growth faster than 1.1 % of the GPU a
+    // second as loading, not 1.5 % (hidden to 83 s at 1.5 %, to 98 s at
+    // 1.1 %).
     let said = cache_fill(0.5, 180);
     let hidden = |of: fn(&(bool, bool, bool)) -> bool| said.iter().rposition(|x| !of(x)).unwrap();
     let forecast = hidden(|&(_, fc, _)| fc);

@@ -19,8 +19,9 @@ enum Tensors {
 /// segments of memory that grows 0.4 GiB/s from 20 GiB, and at 60 s one
 /// segment of 16 GiB at once (a cache's block: the forecaster's regime
 /// starts afresh), the process publishing its `tensors` or not. Whether
-/// a forecast is shown each second. The leak flag is kept out (its least duration 10 minutes):
-/// while it is raised, a forecast is carried anyway.
+/// a forecast is shown each second. The leak flag is kept out (its least
+/// duration 10 minutes): while it is raised, a forecast is carried
+/// anyway.
 fn growth_beneath_a_big_segment(tensors: Option<Tensors>) -> Vec<bool> {
     let gib = (1u64 << 30) as f64;
     let mut cfg = AnalysisConfig::default();
