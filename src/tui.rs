@@ -89,6 +89,11 @@ impl Tui {
             return Err(TuiError::NotATerminal("input"));
         }
         install_panic_hook();
+        // The theme decides colour: `auto` already honours `NO_COLOR`, and an
+        // explicit depth (`--color`, `[display] color`) must beat it, as
+        // no-color.org asks. crossterm would drop every colour on its own
+        // whenever `NO_COLOR` is set, so it is told to write what it gets.
+        crossterm::style::force_color_output(true);
         enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
         MOUSE.store(mouse, Ordering::SeqCst);

@@ -67,6 +67,11 @@ impl Tmux {
         self.run(&["capture-pane", "-t", "t", "-p"])
     }
 
+    /// The screen with its attributes as escape sequences (`-e`).
+    fn styled_screen(&self) -> String {
+        self.run(&["capture-pane", "-t", "t", "-p", "-e"])
+    }
+
     /// Waits until `needle` is on screen; panics with the screen if not.
     pub(crate) fn wait_for(&self, needle: &str, timeout: Duration) -> String {
         let start = Instant::now();
@@ -265,6 +270,53 @@ fn small_and_large_terminals_render() {
         t.keys(&["q"]);
         t.wait_for("\nexit=0", Duration::from_secs(5));
     }
+}
+
+/// How many of the screen's SGR sequences set a foreground or background
+/// colour (30–38, 40–48, 90–97, 100–107); resets (39, 49) do not count.
+fn colour_sequences(styled: &str) -> usize {
+    styled
+        .split('\x1b')
+        .filter_map(|seq| seq.strip_prefix('[')?.split_once('m').map(|(p, _)| p))
+        .filter(|params| {
+            params.split(';').any(|p| {
+                matches!(
+                    p.parse::<u16>(),
+                    Ok(30..=38 | 40..=48 | 90..=97 | 100..=107)
+                )
+            })
+        })
+        .count()
+}
+
+/// `NO_COLOR` turns colour off under `auto`, and an explicit `--color`
+/// beats it (no-color.org: flags and configuration override it). crossterm
+/// drops every colour by itself when `NO_COLOR` is set, so without
+/// `tui`'s override the second half fails.
+#[test]
+fn no_color_is_honoured_and_an_explicit_depth_beats_it() {
+    if !common::tool_available("tmux") {
+        return;
+    }
+    let t = Tmux::start(120, 40);
+    t.type_line(&format!("NO_COLOR=1 {BIN} --demo; echo exit=$?"));
+    t.wait_for("GPU MEM", Duration::from_secs(10));
+    sleep(Duration::from_millis(500));
+    let plain = t.styled_screen();
+    t.keys(&["q"]);
+    t.wait_for("\nexit=0", Duration::from_secs(5));
+    assert_eq!(colour_sequences(&plain), 0, "{plain:?}");
+
+    let t = Tmux::start(120, 40);
+    t.type_line(&format!(
+        "NO_COLOR=1 {BIN} --demo --color 256; echo exit=$?"
+    ));
+    t.wait_for("GPU MEM", Duration::from_secs(10));
+    sleep(Duration::from_millis(500));
+    let coloured = t.styled_screen();
+    t.keys(&["q"]);
+    t.wait_for("\nexit=0", Duration::from_secs(5));
+    assert!(colour_sequences(&coloured) > 20, "{coloured:?}");
 }
 
 #[test]
