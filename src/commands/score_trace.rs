@@ -91,8 +91,12 @@ fn trace() {
 /// `"decel=0.7,hold=2"`) applied: the forecaster and leak parameters that
 /// [`trace`] and [`sweep`] try.
 fn params() -> AnalysisConfig {
+    params_from(&std::env::var("VW_PARAMS").unwrap_or_default())
+}
+
+/// The analysis configuration with `params` (`"decel=0.7,hold=2"`) applied.
+fn params_from(params: &str) -> AnalysisConfig {
     let mut cfg = AnalysisConfig::default();
-    let params = std::env::var("VW_PARAMS").unwrap_or_default();
     for kv in params.split(',').filter(|s| !s.is_empty()) {
         let (k, v) = kv.split_once('=').unwrap();
         let x: f64 = v.parse().unwrap();
@@ -135,32 +139,10 @@ fn sweep() {
     let Ok(sets) = std::env::var("VW_SETS") else {
         return;
     };
-    let root = Path::new("tests/fixtures/corpus");
-    let sets: Vec<String> = if sets == "all" {
-        let mut all: Vec<String> = std::fs::read_dir(root)
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.path().is_dir())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        all.sort();
-        all
-    } else {
-        sets.split(',').map(str::to_owned).collect()
-    };
     let cfg = params();
     let mut every = Vec::new();
-    for set in &sets {
-        let mut files: Vec<_> = std::fs::read_dir(root.join(set))
-            .unwrap()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
-            .collect();
-        files.sort();
-        let runs: Vec<_> = files
-            .iter()
-            .map(|f| super::score_file(f, &super::truth_beside(f), &cfg).unwrap())
-            .collect();
+    for set in &corpus_sets(&sets) {
+        let runs = score_set(set, &cfg);
         summary_line(set, &runs);
         if std::env::var("VW_VERBOSE").is_ok() {
             print!("{}", crate::analysis::truth::markdown(&runs));
@@ -168,6 +150,121 @@ fn sweep() {
         every.extend(runs);
     }
     summary_line("all", &every);
+}
+
+const CORPUS: &str = "tests/fixtures/corpus";
+
+/// The corpus sets `spec` names (`tune,quick`), or every one for `all`.
+fn corpus_sets(spec: &str) -> Vec<String> {
+    if spec != "all" {
+        return spec.split(',').map(str::to_owned).collect();
+    }
+    let mut all: Vec<String> = std::fs::read_dir(CORPUS)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    all.sort();
+    all
+}
+
+/// Every run of one corpus set, scored under `cfg`.
+fn score_set(set: &str, cfg: &AnalysisConfig) -> Vec<crate::analysis::truth::RunScore> {
+    let mut files: Vec<_> = std::fs::read_dir(Path::new(CORPUS).join(set))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| super::score_file(f, &super::truth_beside(f), cfg).unwrap())
+        .collect()
+}
+
+/// Leave-one-set-out cross-validation of the forecaster's knobs, to say how
+/// much tuning them on every set is worth on a set they were not tuned on:
+/// `VW_GRID="max_fill=0.011|0.009;hold=3|2.5" VW_LAMBDA=2 cargo test
+/// --release --lib commands::score::trace::crossval -- --ignored
+/// --nocapture`. Every combination of the grid is scored on every set;
+/// then, for each set, the combination with the best held checkpoints −
+/// λ × false alarms over the *other* sets (ties: the first in the grid, so
+/// put the built values first) is scored on it. It prints the sum of those
+/// left-out scores beside the built parameters' and the in-sample best's.
+/// Only the grid's knobs are cross-validated: the rules themselves were
+/// written seeing every set.
+#[test]
+#[ignore = "a diagnostic: set VW_GRID"]
+fn crossval() {
+    let Ok(grid) = std::env::var("VW_GRID") else {
+        return;
+    };
+    let lambda: f64 = std::env::var("VW_LAMBDA").map_or(2.0, |l| l.parse().unwrap());
+    let mut combos = vec![String::new()];
+    for axis in grid.split(';').filter(|a| !a.is_empty()) {
+        let (k, vs) = axis.split_once('=').unwrap();
+        combos = combos
+            .iter()
+            .flat_map(|c| vs.split('|').map(move |v| format!("{c}{k}={v},")))
+            .collect();
+    }
+    let sets = corpus_sets("all");
+    // (held, false alarms) per combination, per set.
+    let scores: Vec<Vec<(usize, usize)>> = combos
+        .iter()
+        .map(|c| {
+            let cfg = params_from(c);
+            sets.iter()
+                .map(|set| {
+                    let s = crate::analysis::truth::Summary::of(&score_set(set, &cfg));
+                    (s.held, s.false_alarm_runs)
+                })
+                .collect()
+        })
+        .collect();
+    let total = |c: usize, skip: Option<usize>| {
+        let (h, f) = scores[c]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .fold((0, 0), |(h, f), (_, x)| (h + x.0, f + x.1));
+        (h, f, h as f64 - lambda * f as f64)
+    };
+    // The first combination with the best objective (strictly better wins).
+    let best = |skip: Option<usize>| {
+        (0..combos.len()).fold(0, |b, c| {
+            if total(c, skip).2 > total(b, skip).2 {
+                c
+            } else {
+                b
+            }
+        })
+    };
+    let (mut held, mut fa) = (0, 0);
+    for (i, set) in sets.iter().enumerate() {
+        let c = best(Some(i));
+        let (h, f) = scores[c][i];
+        println!(
+            "{set:12} tuned on the rest: {:40} held {h} FA {f}",
+            combos[c]
+        );
+        held += h;
+        fa += f;
+    }
+    let built = params_from("");
+    let built_score = sets.iter().fold((0, 0), |(h, f), set| {
+        let s = crate::analysis::truth::Summary::of(&score_set(set, &built));
+        (h + s.held, f + s.false_alarm_runs)
+    });
+    let b = best(None);
+    println!("lambda {lambda}: left out, each set tuned on the rest: held {held} FA {fa}");
+    println!(
+        "built parameters, in sample: held {} FA {}",
+        built_score.0, built_score.1
+    );
+    let (h, f, _) = total(b, None);
+    println!("best of the grid, in sample: {} held {h} FA {f}", combos[b]);
 }
 
 /// One summary line of [`sweep`].
