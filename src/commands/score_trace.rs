@@ -171,15 +171,10 @@ fn corpus_sets(spec: &str) -> Vec<String> {
 
 /// Every run of one corpus set, scored under `cfg`.
 fn score_set(set: &str, cfg: &AnalysisConfig) -> Vec<crate::analysis::truth::RunScore> {
-    let mut files: Vec<_> = std::fs::read_dir(Path::new(CORPUS).join(set))
+    super::recordings(&[Path::new(CORPUS).join(set)])
         .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".jsonl.zst"))
-        .collect();
-    files.sort();
-    files
         .iter()
-        .map(|f| super::score_file(f, &super::truth_beside(f), cfg).unwrap())
+        .map(|g| super::score_file(&g.path, &super::truth_beside(&g.path), cfg).unwrap())
         .collect()
 }
 
