@@ -295,7 +295,14 @@ impl Client {
             url,
             why: e.to_string(),
         })?;
-        Ok(a.alerts)
+        Ok(a.alerts
+            .into_iter()
+            .map(|a| PromAlert {
+                labels: clean_labels(a.labels),
+                annotations: clean_labels(a.annotations),
+                ..a
+            })
+            .collect())
     }
 
     /// POSTs `form` (or GETs without one) to `path`; returns the URL and
@@ -457,6 +464,16 @@ struct RawSeries {
     values: Vec<(f64, String)>,
 }
 
+/// Labels as they may be shown: every key and value from a Prometheus is
+/// untrusted (an exporter's host label can carry escape sequences), so
+/// each is cleaned of control characters and capped, once, here.
+fn clean_labels(labels: Labels) -> Labels {
+    labels
+        .into_iter()
+        .map(|(k, v)| (crate::sanitize::clean(&k), crate::sanitize::clean(&v)))
+        .collect()
+}
+
 /// Prometheus writes values as strings: "1.5", "NaN", "+Inf".
 fn number(s: &str) -> f64 {
     s.parse().unwrap_or(f64::NAN)
@@ -475,7 +492,7 @@ pub fn decode_vector(url: &str, data: serde_json::Value) -> Result<Vec<Sample>, 
         Data::Vector(v) => Ok(v
             .into_iter()
             .map(|s| Sample {
-                labels: s.metric,
+                labels: clean_labels(s.metric),
                 value: number(&s.value.1),
             })
             .collect()),
@@ -496,7 +513,7 @@ pub fn decode_matrix(url: &str, data: serde_json::Value) -> Result<Vec<Series>, 
         Data::Matrix(m) => Ok(m
             .into_iter()
             .map(|s| Series {
-                labels: s.metric,
+                labels: clean_labels(s.metric),
                 points: s.values.iter().map(|(t, v)| (*t, number(v))).collect(),
             })
             .collect()),
@@ -542,6 +559,29 @@ mod tests {
     fn secrets_are_not_printed() {
         let a = Auth::Bearer("s3cret".into());
         assert!(!format!("{a:?}").contains("s3cret"));
+    }
+
+    /// A host label (or any label) with escape sequences would clear the
+    /// screen or recolour it when drawn: cleaned where it is decoded.
+    #[test]
+    fn labels_from_outside_are_cleaned() {
+        let v = serde_json::json!({"resultType": "vector", "result": [
+            {"metric": {"host": "\u{1b}[2Jh", "a\u{7}": "x"}, "value": [1.5, "1"]}]});
+        let s = decode_vector("u", v).unwrap();
+        assert_eq!(s[0].labels["host"], "h");
+        assert_eq!(s[0].labels["a"], "x");
+        let m = serde_json::json!({"resultType": "matrix", "result": [
+            {"metric": {"host": "\u{1b}]0;title\u{7}h"}, "values": [[1.0, "1"]]}]});
+        let m = decode_matrix("u", m).unwrap();
+        assert!(
+            m[0].labels["host"].chars().all(|c| !c.is_control()),
+            "{:?}",
+            m[0].labels
+        );
+        let long = "x".repeat(10_000);
+        let v = serde_json::json!({"resultType": "vector", "result": [
+            {"metric": {"host": long}, "value": [1.5, "1"]}]});
+        assert!(decode_vector("u", v).unwrap()[0].labels["host"].len() <= 4096);
     }
 
     #[test]
