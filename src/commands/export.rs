@@ -398,8 +398,8 @@ fn output_name(p: Option<&Path>) -> String {
 }
 
 /// An output file: a temporary file beside it until complete, then
-/// renamed over it; removed if not completed. A FIFO or a device (`-o
-/// /dev/stdout`) is written in place.
+/// renamed over it; removed if not completed. A FIFO, a device or a link
+/// (`-o /dev/stdout`) is written in place.
 pub(crate) struct Output {
     path: PathBuf,
     temp: Option<PathBuf>,
@@ -420,25 +420,33 @@ impl Output {
     /// meanwhile).
     pub(crate) fn create_for(path: &Path, overwrite: bool) -> Result<Output> {
         let name = output_name(Some(path));
-        if let Ok(m) = fs::metadata(path) {
+        // A link (`/dev/stdout` -> `/proc/self/fd/1` -> a file), even one
+        // whose target is not there yet, is written through, not replaced
+        // by a file of its own; so are a FIFO and a device.
+        let link = fs::symlink_metadata(path).is_ok_and(|l| l.file_type().is_symlink());
+        let meta = fs::metadata(path).ok();
+        if let Some(m) = &meta {
             if m.is_dir() {
                 bail!("-o {name}: is a directory; give a file name");
             }
-            if !m.is_file() {
-                let file = OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .with_context(|| format!("opening {name}"))?;
-                return Ok(Output {
-                    path: path.to_owned(),
-                    temp: None,
-                    file: Some(file),
-                    overwrite,
-                });
-            }
-            if !overwrite {
+            if m.is_file() && !overwrite {
                 return Err(RecordError::Exists { path: name }.into());
             }
+        }
+        let file_or_none = meta.as_ref().is_none_or(|m| m.is_file());
+        if link || !file_or_none {
+            let file = OpenOptions::new()
+                .write(true)
+                .create(link)
+                .truncate(file_or_none)
+                .open(path)
+                .with_context(|| format!("opening {name}"))?;
+            return Ok(Output {
+                path: path.to_owned(),
+                temp: None,
+                file: Some(file),
+                overwrite,
+            });
         }
         let Some(base) = path.file_name() else {
             bail!("-o {name}: give a file name");
@@ -489,7 +497,10 @@ impl Output {
     pub(crate) fn commit(mut self) -> Result<()> {
         let name = output_name(Some(&self.path));
         if let Some(f) = self.file.take() {
-            f.sync_all().with_context(|| format!("writing {name}"))?;
+            // A pipe or a device cannot be synced (EINVAL): only files.
+            if f.metadata().is_ok_and(|m| m.is_file()) {
+                f.sync_all().with_context(|| format!("writing {name}"))?;
+            }
         }
         let Some(temp) = self.temp.take() else {
             return Ok(());

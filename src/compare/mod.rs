@@ -344,10 +344,12 @@ fn run_to(opts: &CompareOptions, stdout: &mut dyn std::io::Write) -> Result<()> 
 }
 
 /// Writes `bytes` to `path` through a temporary file beside it renamed
-/// over it once complete (a FIFO or device is written in place).
+/// over it once complete (a FIFO, a device or a link is written in place:
+/// a link is written through, not replaced).
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let what = || format!("writing {}", crate::sanitize::path(path));
-    let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+    let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+        || std::fs::symlink_metadata(path).is_ok_and(|l| l.file_type().is_symlink());
     if special {
         return std::fs::write(path, bytes).with_context(what);
     }

@@ -316,9 +316,12 @@ impl Writer {
         self.finished = true;
         if let Some(mut out) = self.out.take() {
             Self::end_block(&mut out, self.limit()).map_err(|e| RecordError::io(&self.path, e))?;
-            out.file
-                .sync_all()
-                .map_err(|e| RecordError::io(&self.path, e))?;
+            // A pipe or a device cannot be synced (EINVAL): only files.
+            if out.file.metadata().is_ok_and(|m| m.is_file()) {
+                out.file
+                    .sync_all()
+                    .map_err(|e| RecordError::io(&self.path, e))?;
+            }
             self.tally(out.size);
         }
         Ok(self.stats.clone())

@@ -223,3 +223,83 @@ fn export_refuses_to_overwrite_without_force() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// An output that is a link is written through, not replaced by a file of
+/// its own (`-o /dev/stdout` is a link to `/proc/self/fd/1`); a device or
+/// a pipe is written in place and not synced (that fails with EINVAL), so
+/// `export`, `report --svg` and `record` end with status 0 there.
+#[test]
+fn links_devices_and_pipes_are_written_in_place() {
+    let d = data();
+    let run = d.dir.path().join("run.jsonl");
+    let target = d.dir.path().join("target.csv");
+    let link = d.dir.path().join("link.csv");
+    fs::write(&target, "old\n").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    vw().args(["export", "--csv", "-o"])
+        .arg(&link)
+        .arg(&run)
+        .assert()
+        .failure()
+        .code(2)
+        .stderr(predicate::str::contains("already exists"));
+    vw().args(["export", "--csv", "--force", "-o"])
+        .arg(&link)
+        .arg(&run)
+        .assert()
+        .success();
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let text = fs::read_to_string(&target).unwrap();
+    assert!(
+        text.starts_with("time,") && text.lines().count() > 2,
+        "{text}"
+    );
+    // A link whose target is not there yet: the target is made.
+    let svg = d.dir.path().join("drawn.svg");
+    let svg_link = d.dir.path().join("link.svg");
+    std::os::unix::fs::symlink(&svg, &svg_link).unwrap();
+    vw().args(["report", "--svg"])
+        .arg(&svg_link)
+        .arg(&run)
+        .assert()
+        .success();
+    assert!(
+        fs::symlink_metadata(&svg_link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(fs::read_to_string(&svg).unwrap().contains("<svg"));
+    // A device.
+    vw().args(["export", "--csv", "--force", "-o", "/dev/null"])
+        .arg(&run)
+        .assert()
+        .success();
+    vw().args(["report", "--svg", "/dev/null"])
+        .arg(&run)
+        .assert()
+        .success();
+    vw().args([
+        "record",
+        "--demo",
+        "--duration",
+        "1s",
+        "--interval",
+        "200ms",
+    ])
+    .args(["--force", "-o", "/dev/null"])
+    .assert()
+    .success();
+    // A pipe: `-o /dev/stdout` while the output is one.
+    let out = vw()
+        .args(["export", "--csv", "--force", "-o", "/dev/stdout"])
+        .arg(&run)
+        .assert()
+        .success();
+    assert!(String::from_utf8_lossy(&out.get_output().stdout).starts_with("time,"));
+}
