@@ -180,7 +180,7 @@ pub fn bind(listen: &str) -> Result<std::net::TcpListener, ServeError> {
     };
     let hint = match error.kind() {
         std::io::ErrorKind::AddrInUse => {
-            " (another program, perhaps another vramwatch serve or dcgm-exporter, has this port; choose another with --listen)"
+            " (another program, perhaps another vramwatch serve or dcgm-exporter, has this port; choose another port)"
         }
         std::io::ErrorKind::PermissionDenied => " (ports below 1024 need privileges)",
         std::io::ErrorKind::AddrNotAvailable => " (no interface of this machine has that address)",

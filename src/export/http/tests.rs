@@ -410,8 +410,13 @@ fn bad_addresses_say_what_is_wrong() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
     let e = bind(&addr).unwrap_err().to_string();
+    // `record --serve` and the dashboard's `--serve` have no `--listen`:
+    // the hint names no flag.
     assert!(
-        e.contains("cannot listen on") && e.contains("another program"),
+        e.contains("cannot listen on")
+            && e.contains("another program")
+            && e.contains("choose another port")
+            && !e.contains("--listen"),
         "{e}"
     );
 }
